@@ -1,0 +1,30 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const restrict = (files, patterns) => ({
+  files,
+  rules: { 'no-restricted-imports': ['error', { patterns }] },
+});
+const SERVER = { group: ['**/server/*', '**/server/**'], message: 'only src/main.ts imports the server front' };
+const UWS = { group: ['uWebSockets.js'], message: 'only src/server/ imports uWebSockets.js' };
+const UNDICI = { group: ['undici'], message: 'only src/upstream/ imports undici' };
+const IOREDIS = { group: ['ioredis'], message: 'only src/stores/redis/ and telemetry stream code import ioredis' };
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: 'readonly', Buffer: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', performance: 'readonly', URL: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly', structuredClone: 'readonly', queueMicrotask: 'readonly', setImmediate: 'readonly', fetch: 'readonly' } },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+    },
+  },
+  { files: ['src/**/*.ts'], rules: { 'no-console': 'error' } },
+  restrict(['src/**/*.ts'], [SERVER, UWS, UNDICI, IOREDIS]),
+  restrict(['src/server/**/*.ts'], [UNDICI, IOREDIS]),
+  restrict(['src/upstream/**/*.ts'], [SERVER, UWS, IOREDIS]),
+  restrict(['src/stores/redis/**/*.ts', 'src/telemetry/**/*.ts'], [SERVER, UWS, UNDICI]),
+  restrict(['src/main.ts'], [UWS, UNDICI, IOREDIS]),
+);

@@ -1,0 +1,84 @@
+/**
+ * The gateway's own view of an HTTP exchange. server/ adapts uWebSockets.js to
+ * these shapes; surfaces and the pipeline only ever see these.
+ */
+import type { GatewayError } from '../errors.js';
+import type { StageClock } from './stages.js';
+
+export type HeaderList = Array<[string, string]>;
+
+export interface GatewayRequest {
+  /** x-gw-request-id: the caller's sanitized x-request-id, or one we assigned */
+  readonly id: string;
+  readonly method: string;
+  /** raw path as received (percent-encoding kept) */
+  readonly path: string;
+  /** raw query string without the leading '?' */
+  readonly query: string;
+  /** lower-cased names; repeated headers joined with ', ' */
+  readonly headers: Readonly<Record<string, string>>;
+  /** route parameters, raw */
+  readonly params: Readonly<Record<string, string>>;
+  readonly body: Buffer;
+  /** process.hrtime.bigint() when the transport accepted the request */
+  readonly receivedAt: bigint;
+  /** aborted when the client goes away or the request deadline passes */
+  readonly signal: AbortSignal;
+  readonly stages: StageClock;
+}
+
+/** Labels the pipeline attaches to an answer for metrics and access logs. */
+export interface ResponseMeta {
+  provider?: string;
+  model?: string;
+  tenant?: string;
+  /** ms spent waiting on the upstream before its response started */
+  upstreamMs?: number;
+}
+
+/** Where a handler writes its answer. Implementations apply backpressure. */
+export interface ResponseSink {
+  readonly aborted: boolean;
+  /** true once the status line has been written */
+  readonly started: boolean;
+  /** headers added to whatever the handler answers (request id, stage durations, warnings) */
+  readonly extraHeaders: HeaderList;
+  readonly meta: ResponseMeta;
+  /** a whole answer at once */
+  send(status: number, headers: HeaderList, body: Uint8Array | string): void;
+  /** begin a streamed answer */
+  start(status: number, headers: HeaderList): void;
+  /** false: the client is slow; wait for onDrain before writing more */
+  write(chunk: Uint8Array | string): boolean;
+  onDrain(cb: () => void): void;
+  end(chunk?: Uint8Array | string): void;
+  /**
+   * Ends the exchange with a gateway error: the surface's envelope before the
+   * status line, its in-band error event after it.
+   */
+  fail(err: unknown, extraHeaders?: HeaderList): void;
+  /** client went away (also reflected in the request's signal) */
+  onAbort(cb: () => void): void;
+}
+
+/**
+ * A surface's way of writing errors: the envelope before the status line, an
+ * in-band error event once a stream is under way.
+ */
+export interface ErrorRenderer {
+  renderError(err: GatewayError): { status: number; headers: HeaderList; body: string };
+  /** bytes of one terminal error event in this surface's stream format */
+  renderStreamError(err: GatewayError): Uint8Array | string;
+}
+
+export type Handler = (req: GatewayRequest, res: ResponseSink) => Promise<void> | void;
+
+export interface Route {
+  method: 'GET' | 'POST' | 'DELETE' | 'PUT' | 'PATCH';
+  /** exact path, or a pattern with `:name` segments and a trailing `*` */
+  path: string;
+  /** which surface's envelope errors use, and its name in metrics */
+  surface: ErrorRenderer & { readonly id: string };
+  /** false for routes that take no body (GET) */
+  handler: Handler;
+}

@@ -1,0 +1,35 @@
+import type { Static, TSchema } from '@sinclair/typebox';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { GatewayError } from '../errors.js';
+
+const ajv = new Ajv({ allErrors: false, strict: false });
+// ajv-formats ships CommonJS; its default export arrives wrapped under NodeNext
+const addFormats = addFormatsModule as unknown as (a: Ajv) => Ajv;
+addFormats(ajv);
+
+/** Compiles a TypeBox schema into a parser that throws a 400 request_error naming the field. */
+export function compileSchema<S extends TSchema>(schema: S): (value: unknown, what?: string) => Static<S> {
+  const validate = ajv.compile<Static<S>>(schema);
+  return (value, what = 'body') => {
+    if (validate(value)) return value;
+    const e = validate.errors?.[0];
+    const field = e ? `${what}${e.instancePath.replace(/\//g, '.')}` : what;
+    const extra = e?.keyword === 'additionalProperties' ? ` (${String(e.params['additionalProperty'])})` : '';
+    throw new GatewayError('request_error', `${field}: ${e?.message ?? 'invalid'}${extra}`, { fields: { field } });
+  };
+}
+
+/** Parses a JSON object body or throws a 400 request_error. */
+export function parseJsonObject(body: Buffer): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new GatewayError('request_error', 'body is not valid JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new GatewayError('request_error', 'body must be a JSON object');
+  }
+  return value as Record<string, unknown>;
+}

@@ -1,0 +1,198 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type pino from 'pino';
+import { adminRoutes } from './api/admin.js';
+import { publicRoutes } from './api/public.js';
+import type { Route } from './http/types.js';
+import { Pipeline } from './pipeline/index.js';
+import { Providers, type OriginOverrides } from './providers/index.js';
+import { createFront } from './server/front.js';
+import { loadUws } from './server/uws.js';
+import { loadSettings, SettingsError, type Settings } from './settings.js';
+import { EmbeddedDocStore } from './stores/embedded/doc-store.js';
+import { RedisDocStore } from './stores/redis/doc-store.js';
+import type { DocStore } from './stores/types.js';
+import { chatCompletionsRoutes } from './surfaces/chat-completions.js';
+import { SURFACES } from './surfaces/index.js';
+import { TenantAdmin } from './tenancy/admin.js';
+import { Directory } from './tenancy/directory.js';
+import { createLogger, type Logger } from './telemetry/log.js';
+import { createMetrics } from './telemetry/metrics.js';
+import { InspectorRing } from './telemetry/ring.js';
+import { Upstream } from './upstream/client.js';
+
+export interface RunningGateway {
+  port: number;
+  log: Logger;
+  /** stops accepting, lets in-flight requests finish (bounded), releases stores and pools */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** where logs go (tests capture them); stdout by default */
+  logDestination?: pino.DestinationStream;
+}
+
+function openStore(settings: Settings): DocStore {
+  return settings.GW_REDIS_URL ? new RedisDocStore(settings.GW_REDIS_URL) : new EmbeddedDocStore(settings.GW_DATA_DIR);
+}
+
+function originOverrides(s: Settings): OriginOverrides {
+  return {
+    openai: s.GW_UPSTREAM_OPENAI,
+    cloudx: s.GW_UPSTREAM_CLOUDX,
+    msgvendor: s.GW_UPSTREAM_MSGVENDOR,
+    genvendor: s.GW_UPSTREAM_GENVENDOR,
+    genvendor_vertex: s.GW_UPSTREAM_GENVENDOR_VERTEX,
+    cloudy: s.GW_UPSTREAM_CLOUDY,
+  };
+}
+
+/** One replica: settings → stores → pipeline → routes → the uWS front. */
+export async function startGateway(settings: Settings, opts: StartOptions = {}): Promise<RunningGateway> {
+  const log = createLogger(settings.GW_LOG_LEVEL, opts.logDestination);
+  const { uws, native } = loadUws(settings.GW_ALLOW_UWS_FALLBACK === '1');
+  if (!native) log.warn('running on the uWebSockets.js JS fallback: GW_ALLOW_UWS_FALLBACK=1');
+  const metrics = createMetrics();
+  const store = openStore(settings);
+  await store.start();
+  const directory = new Directory(store);
+  const admin = new TenantAdmin(store, directory, settings.GW_DEFAULT_RPS_CAP);
+  if (settings.GW_BOOTSTRAP) {
+    const applied = await admin.bootstrap(settings.GW_BOOTSTRAP);
+    log.info(applied, 'bootstrap applied');
+  }
+  const providers = new Providers(originOverrides(settings));
+  const upstream = new Upstream({ connectionsPerOrigin: settings.GW_UPSTREAM_CONNECTIONS, headersTimeoutMs: settings.GW_REQUEST_DEADLINE_S * 1000 });
+  metrics.setPoolStatsSource(() => upstream.stats());
+  const ring = new InspectorRing(100);
+  const pipeline = new Pipeline({
+    directory,
+    providers,
+    upstream,
+    metrics,
+    log,
+    ring,
+    limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
+  });
+
+  let inFlight = () => 0;
+  const startedAt = Date.now();
+  const routes: Route[] = [
+    ...publicRoutes(
+      providers,
+      {
+        inFlight: () => inFlight(),
+        levers: () => ({
+          skills_default: 'off',
+          guardrails: { regex: 'on', classifier: settings.GW_GUARDRAILS_MODEL_MODE },
+          auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
+          ingress_budget: settings.GW_INGRESS_BUDGET ?? null,
+          store: settings.GW_REDIS_URL ? 'redis' : 'embedded',
+        }),
+        metrics,
+        startedAt,
+        uwsNative: native,
+      },
+      settings.GW_METRICS_PUBLIC === '1',
+    ),
+    ...adminRoutes(admin, settings.GW_ADMIN_KEY),
+    ...chatCompletionsRoutes(pipeline),
+  ];
+  const front = createFront({
+    uws,
+    routes,
+    defaultSurface: SURFACES.public,
+    maxBodyBytes: settings.GW_MAX_BODY_BYTES,
+    requestDeadlineMs: settings.GW_REQUEST_DEADLINE_S * 1000,
+    log,
+    metrics,
+  });
+  inFlight = () => front.inFlight;
+  const port = await front.listen(settings.GW_HOST, settings.GW_PORT);
+  log.info({ host: settings.GW_HOST, port, store: settings.GW_REDIS_URL ? 'redis' : 'embedded' }, 'gateway listening');
+
+  return {
+    port,
+    log,
+    async close() {
+      front.stopListening();
+      const deadline = Date.now() + settings.GW_SHUTDOWN_GRACE_S * 1000;
+      while (front.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await upstream.close().catch(() => undefined);
+      await store.close();
+      metrics.loopDelay.disable();
+      log.flush();
+    },
+  };
+}
+
+const WORKER_FLAG = '--gateway-worker';
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(1);
+}
+
+/**
+ * Replicas are processes sharing the port through SO_REUSEPORT (uWS sets it),
+ * so the kernel spreads connections and one crash does not take the others.
+ */
+async function runPrimary(settings: Settings): Promise<void> {
+  if (settings.GW_WORKERS === 1) {
+    const gw = await startGateway(settings);
+    const stop = () => void gw.close().then(() => process.exit(0));
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+    return;
+  }
+  const log = createLogger(settings.GW_LOG_LEVEL);
+  // bootstrap once, before replicas race to apply it
+  if (settings.GW_BOOTSTRAP) {
+    const store = openStore(settings);
+    await store.start();
+    await new TenantAdmin(store, new Directory(store), settings.GW_DEFAULT_RPS_CAP).bootstrap(settings.GW_BOOTSTRAP);
+    await store.close();
+  }
+  const { GW_BOOTSTRAP: _skip, ...env } = process.env;
+  const children = new Set<ChildProcess>();
+  let stopping = false;
+  const spawn = (index: number) => {
+    const child = fork(fileURLToPath(import.meta.url), [WORKER_FLAG], { env, execArgv: process.execArgv });
+    children.add(child);
+    child.on('exit', (code, signal) => {
+      children.delete(child);
+      if (stopping) {
+        if (children.size === 0) process.exit(0);
+        return;
+      }
+      log.error({ index, code, signal }, 'replica exited; restarting in 1 s');
+      setTimeout(() => spawn(index), 1000);
+    });
+  };
+  for (let i = 0; i < settings.GW_WORKERS; i++) spawn(i);
+  log.info({ workers: settings.GW_WORKERS }, 'replicas started');
+  const stop = () => {
+    stopping = true;
+    for (const c of children) c.kill('SIGTERM');
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+async function runWorker(settings: Settings): Promise<void> {
+  const gw = await startGateway(settings);
+  process.once('SIGTERM', () => void gw.close().then(() => process.exit(0)));
+  process.once('SIGINT', () => undefined);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  let settings: Settings;
+  try {
+    settings = loadSettings();
+  } catch (err) {
+    fail(err instanceof SettingsError ? `gateway: ${err.message}` : String(err));
+  }
+  const role = process.argv.includes(WORKER_FLAG) ? runWorker : runPrimary;
+  role(settings).catch((err: unknown) => fail(`gateway: cannot start: ${err instanceof Error ? err.message : String(err)}`));
+}

@@ -1,0 +1,41 @@
+import type { ResponseSink } from '../http/types.js';
+import { costUsd } from '../providers/catalog.js';
+import type { InspectorRing } from '../telemetry/ring.js';
+import type { Caller } from './auth.js';
+import type { RelayOutcome } from './relay.js';
+
+export interface CallRecord {
+  requestId: string;
+  endpoint: string;
+  provider: string;
+  model: string | undefined;
+  caller: Caller;
+  outcome: RelayOutcome;
+  latencyMs: number;
+}
+
+/** Turns a finished call into its inspector row; returns the cost so caps can settle on it. */
+export function account(ring: InspectorRing, res: ResponseSink, rec: CallRecord): number {
+  const cost = costUsd(rec.model, rec.outcome.usage);
+  ring.push({
+    request_id: rec.requestId,
+    ts: new Date().toISOString(),
+    tenant_id: rec.caller.org.org_id,
+    key_id: rec.caller.key.key_id,
+    endpoint: rec.endpoint,
+    provider: rec.provider,
+    model: rec.model ?? null,
+    routed_model: rec.model ?? null,
+    route_reason: null,
+    cache: 'off',
+    tokens_in: rec.outcome.usage?.input_tokens ?? 0,
+    tokens_out: rec.outcome.usage?.output_tokens ?? 0,
+    tokens_saved: 0,
+    cost_usd: cost,
+    status: rec.outcome.status,
+    latency_ms: Math.round(rec.latencyMs * 100) / 100,
+    prompt_preview: '',
+  });
+  res.meta.tenant = rec.caller.org.org_id;
+  return cost;
+}

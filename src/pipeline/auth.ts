@@ -1,0 +1,72 @@
+import { GatewayError } from '../errors.js';
+import type { GatewayRequest } from '../http/types.js';
+import type { KeyCarrier } from '../surfaces/carriers.js';
+import type { Directory } from '../tenancy/directory.js';
+import type { DevKey, Org } from '../tenancy/types.js';
+
+export interface Caller {
+  key: DevKey;
+  org: Org;
+}
+
+export interface Presented {
+  /** the developer key secret (`gw_…`) */
+  devKey: string | undefined;
+  /** a vendor credential the caller sent on the surface's own carrier or x-gw-provider-key */
+  vendorKey: string | undefined;
+  /** the carrier header the vendor credential came on */
+  vendorCarrier: string | undefined;
+}
+
+const DEV_PREFIX = 'gw_';
+
+export function queryParam(query: string, name: string): string | undefined {
+  if (query === '') return undefined;
+  for (const part of query.split('&')) {
+    const eq = part.indexOf('=');
+    const k = eq === -1 ? part : part.slice(0, eq);
+    if (k === name) {
+      try {
+        return decodeURIComponent((eq === -1 ? '' : part.slice(eq + 1)).replace(/\+/g, ' '));
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Sorts what the caller presented into the developer key and a pass-through vendor credential. */
+export function presentedCredentials(req: GatewayRequest, carriers: readonly KeyCarrier[]): Presented {
+  let devKey: string | undefined;
+  let vendorKey: string | undefined;
+  let vendorCarrier: string | undefined;
+  const gwKey = req.headers['x-gw-key'];
+  if (gwKey?.startsWith(DEV_PREFIX)) devKey = gwKey;
+  for (const c of carriers) {
+    let value = 'query' in c ? queryParam(req.query, c.query) : req.headers[c.header];
+    if (value === undefined || value === '') continue;
+    if ('bearer' in c) {
+      if (!/^bearer /i.test(value)) continue;
+      value = value.slice(7).trim();
+    }
+    if (value.startsWith(DEV_PREFIX)) devKey ??= value;
+    else if (vendorKey === undefined) {
+      vendorKey = value;
+      vendorCarrier = 'query' in c ? `query:${c.query}` : c.header;
+    }
+  }
+  const explicit = req.headers['x-gw-provider-key'];
+  if (explicit !== undefined && explicit !== '') {
+    vendorKey = explicit;
+    vendorCarrier = 'x-gw-provider-key';
+  }
+  return { devKey, vendorKey, vendorCarrier };
+}
+
+/** The caller behind a developer key, or 401 invalid_developer_key: there is no anonymous fallback. */
+export function authenticate(directory: Directory, devKey: string | undefined): Caller {
+  const found = devKey === undefined ? undefined : directory.authenticate(devKey);
+  if (!found) throw new GatewayError('invalid_developer_key', 'developer key missing, invalid, revoked or expired');
+  return found;
+}

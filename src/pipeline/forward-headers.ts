@@ -1,0 +1,55 @@
+/**
+ * What of the caller's headers goes upstream: everything but hop-by-hop
+ * headers, the gateway's own `x-gw-*`, and every credential carrier (the
+ * provider adapter attaches the upstream credential itself).
+ */
+const DROPPED = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'content-length',
+  'expect',
+  'accept-encoding',
+  'cookie',
+  'authorization',
+  'x-api-key',
+  'api-key',
+  'x-goog-api-key',
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-real-ip',
+]);
+
+export function forwardHeaders(incoming: Readonly<Record<string, string>>, keep: readonly string[] = []): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k in incoming) {
+    if (k.startsWith('x-gw-') || (DROPPED.has(k) && !keep.includes(k))) continue;
+    out[k] = incoming[k] as string;
+  }
+  // replies are scanned for usage and checked for truncation, so ask for them uncompressed
+  out['accept-encoding'] = 'identity';
+  return out;
+}
+
+/** Upstream response headers that describe the hop, not the message. */
+const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'trailer', 'upgrade', 'proxy-connection', 'date', 'server']);
+
+export function relayResponseHeaders(headers: Record<string, string | string[] | undefined>): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (const k in headers) {
+    const v = headers[k];
+    if (v === undefined || RESPONSE_DROPPED.has(k)) continue;
+    if (Array.isArray(v)) for (const one of v) out.push([k, one]);
+    else out.push([k, v]);
+  }
+  return out;
+}

@@ -1,0 +1,74 @@
+import type { ProviderId, Usage } from './types.js';
+
+export interface CatalogModel {
+  id: string;
+  provider: ProviderId;
+  /** USD per million tokens */
+  price: { input: number; output: number; cached_input: number };
+  context_window: number;
+  max_output_tokens: number;
+  capabilities: Array<'chat' | 'tools' | 'vision' | 'reasoning' | 'responses'>;
+}
+
+const m = (
+  id: string,
+  provider: ProviderId,
+  input: number,
+  output: number,
+  cached: number,
+  context: number,
+  maxOut: number,
+  capabilities: CatalogModel['capabilities'],
+): CatalogModel => ({ id, provider, price: { input, output, cached_input: cached }, context_window: context, max_output_tokens: maxOut, capabilities });
+
+/** The models the gateway knows by name: who serves them and what they cost. */
+export const CATALOG: readonly CatalogModel[] = [
+  m('gpt-4o', 'openai', 2.5, 10, 1.25, 128_000, 16_384, ['chat', 'tools', 'vision', 'responses']),
+  m('gpt-4o-mini', 'openai', 0.15, 0.6, 0.075, 128_000, 16_384, ['chat', 'tools', 'vision', 'responses']),
+  m('gpt-4.1', 'openai', 2, 8, 0.5, 1_047_576, 32_768, ['chat', 'tools', 'vision', 'responses']),
+  m('gpt-4.1-mini', 'openai', 0.4, 1.6, 0.1, 1_047_576, 32_768, ['chat', 'tools', 'vision', 'responses']),
+  m('gpt-4.1-nano', 'openai', 0.1, 0.4, 0.025, 1_047_576, 32_768, ['chat', 'tools', 'vision', 'responses']),
+  m('gpt-5', 'openai', 1.25, 10, 0.125, 400_000, 128_000, ['chat', 'tools', 'vision', 'reasoning', 'responses']),
+  m('gpt-5-mini', 'openai', 0.25, 2, 0.025, 400_000, 128_000, ['chat', 'tools', 'vision', 'reasoning', 'responses']),
+  m('o3', 'openai', 2, 8, 0.5, 200_000, 100_000, ['chat', 'tools', 'vision', 'reasoning', 'responses']),
+  m('o4-mini', 'openai', 1.1, 4.4, 0.275, 200_000, 100_000, ['chat', 'tools', 'vision', 'reasoning', 'responses']),
+  m('text-embedding-3-small', 'openai', 0.02, 0, 0, 8_191, 0, []),
+  m('claude-opus-4-1', 'msgvendor', 15, 75, 1.5, 200_000, 32_000, ['chat', 'tools', 'vision', 'reasoning']),
+  m('claude-sonnet-4-5', 'msgvendor', 3, 15, 0.3, 200_000, 64_000, ['chat', 'tools', 'vision', 'reasoning']),
+  m('claude-sonnet-4-0', 'msgvendor', 3, 15, 0.3, 200_000, 64_000, ['chat', 'tools', 'vision', 'reasoning']),
+  m('claude-haiku-4-5', 'msgvendor', 1, 5, 0.1, 200_000, 64_000, ['chat', 'tools', 'vision', 'reasoning']),
+  m('claude-3-5-haiku', 'msgvendor', 0.8, 4, 0.08, 200_000, 8_192, ['chat', 'tools', 'vision']),
+  m('gemini-2.5-pro', 'genvendor', 1.25, 10, 0.31, 1_048_576, 65_536, ['chat', 'tools', 'vision', 'reasoning']),
+  m('gemini-2.5-flash', 'genvendor', 0.3, 2.5, 0.075, 1_048_576, 65_536, ['chat', 'tools', 'vision', 'reasoning']),
+  m('gemini-2.5-flash-lite', 'genvendor', 0.1, 0.4, 0.025, 1_048_576, 65_536, ['chat', 'tools', 'vision']),
+  m('gemini-2.0-flash', 'genvendor', 0.1, 0.4, 0.025, 1_048_576, 8_192, ['chat', 'tools', 'vision']),
+  m('anthropic.claude-sonnet-4-5-20250929-v1:0', 'cloudy', 3, 15, 0.3, 200_000, 64_000, ['chat', 'tools', 'vision', 'reasoning']),
+  m('anthropic.claude-3-5-haiku-20241022-v1:0', 'cloudy', 0.8, 4, 0.08, 200_000, 8_192, ['chat', 'tools']),
+  m('amazon.nova-pro-v1:0', 'cloudy', 0.8, 3.2, 0.2, 300_000, 5_000, ['chat', 'tools', 'vision']),
+  m('amazon.nova-lite-v1:0', 'cloudy', 0.06, 0.24, 0.015, 300_000, 5_000, ['chat', 'tools', 'vision']),
+  m('meta.llama3-3-70b-instruct-v1:0', 'cloudy', 0.72, 0.72, 0, 128_000, 8_192, ['chat']),
+];
+
+const BY_ID = new Map(CATALOG.map((c) => [c.id, c]));
+const BY_LENGTH = [...CATALOG].sort((a, b) => b.id.length - a.id.length);
+
+/**
+ * The catalog entry for a model name as callers send it: exact, a dated or
+ * suffixed variant (`gpt-4o-2024-08-06`, `claude-sonnet-4-5-20250929`), or a
+ * cross-region Bedrock id (`us.anthropic…`).
+ */
+export function lookupModel(name: string | undefined): CatalogModel | undefined {
+  if (!name) return undefined;
+  const exact = BY_ID.get(name);
+  if (exact) return exact;
+  const bare = name.replace(/^(us|eu|apac|global)\./, '').replace(/^models\//, '');
+  return BY_ID.get(bare) ?? BY_LENGTH.find((c) => bare.startsWith(`${c.id}-`) || bare.startsWith(`${c.id}@`));
+}
+
+/** USD for a call's usage at catalog prices; 0 for a model the catalog does not know. */
+export function costUsd(model: string | undefined, usage: Usage | undefined): number {
+  const entry = lookupModel(model);
+  if (!entry || !usage) return 0;
+  const uncached = Math.max(0, usage.input_tokens - usage.cached_tokens);
+  return (uncached * entry.price.input + usage.cached_tokens * entry.price.cached_input + usage.output_tokens * entry.price.output) / 1e6;
+}

@@ -1,0 +1,56 @@
+import type { StreamUsageReader, Usage } from './types.js';
+
+const LF = 0x0a;
+
+/**
+ * Incremental SSE reader: finds complete lines across chunk boundaries and
+ * hands `data:` payloads that contain one of `markers` to `onData`. Only the tail of
+ * an unfinished line is carried between chunks, never the whole stream.
+ */
+export class SseScanner {
+  private carry: Buffer | undefined;
+
+  constructor(
+    private readonly markers: readonly string[],
+    private readonly onData: (payload: string) => void,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let buf = chunk;
+    if (this.carry) {
+      buf = Buffer.concat([this.carry, chunk]);
+      this.carry = undefined;
+    }
+    let start = 0;
+    for (let nl = buf.indexOf(LF, start); nl !== -1; nl = buf.indexOf(LF, start)) {
+      this.line(buf, start, nl);
+      start = nl + 1;
+    }
+    if (start < buf.length) this.carry = Buffer.from(buf.subarray(start));
+  }
+
+  private line(buf: Buffer, start: number, end: number): void {
+    // `data:` lines only; skip the rest without decoding them
+    if (end - start < 6 || buf[start] !== 0x64 /* d */ || buf.toString('latin1', start, start + 5) !== 'data:') return;
+    const line = buf.subarray(start, end);
+    if (!this.markers.some((m) => line.includes(m, 0, 'latin1'))) return;
+    const text = buf.toString('utf8', start + 5, buf[end - 1] === 0x0d ? end - 1 : end).trim();
+    this.onData(text);
+  }
+}
+
+/** An SSE usage reader from a function that pulls usage out of one parsed event. */
+export function sseUsageReader(markers: readonly string[], extract: (event: Record<string, unknown>, acc: Usage | undefined) => Usage | undefined): StreamUsageReader {
+  let usage: Usage | undefined;
+  const scanner = new SseScanner(markers, (payload) => {
+    try {
+      const event = JSON.parse(payload) as unknown;
+      if (typeof event === 'object' && event !== null) usage = extract(event as Record<string, unknown>, usage) ?? usage;
+    } catch {
+      // a payload that is not JSON carries no usage
+    }
+  });
+  return { push: (c) => scanner.push(c), usage: () => usage };
+}
+
+export const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);

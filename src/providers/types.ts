@@ -1,0 +1,33 @@
+export type ProviderId = 'openai' | 'cloudx' | 'msgvendor' | 'genvendor' | 'genvendor_vertex' | 'cloudy';
+
+export const PROVIDER_IDS: readonly ProviderId[] = ['openai', 'cloudx', 'msgvendor', 'genvendor', 'genvendor_vertex', 'cloudy'];
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+}
+
+/** A request ready for the wire. Providers build these; upstream/ sends them. */
+export interface UpstreamRequest {
+  origin: string;
+  path: string;
+  method: 'POST' | 'GET';
+  headers: Record<string, string>;
+  body: Buffer | undefined;
+}
+
+/** Reads usage out of a streamed reply, one chunk at a time, without buffering it whole. */
+export interface StreamUsageReader {
+  push(chunk: Buffer): void;
+  usage(): Usage | undefined;
+}
+
+/** A credential for one provider, pass-through or stored. */
+export interface ProviderCredential {
+  /** the secret as the provider takes it (API key, bearer token, or packed access-key pair) */
+  secret: string;
+  /** how it rides: most providers have one way; cloudx has api-key or a directory bearer */
+  scheme: 'api_key' | 'bearer' | 'aws_sigv4';
+  source: 'pass_through' | 'stored';
+}

@@ -1,0 +1,232 @@
+import { randomUUID } from 'node:crypto';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { GatewayError } from '../errors.js';
+import { StageClock } from '../http/stages.js';
+import type { ErrorRenderer, GatewayRequest, Route } from '../http/types.js';
+import type { Logger } from '../telemetry/log.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import { Router } from './router.js';
+import { UwsSink } from './sink.js';
+import type { Uws } from './uws.js';
+
+export interface FrontOptions {
+  uws: Uws;
+  routes: Route[];
+  /** envelope for answers that match no route */
+  defaultSurface: ErrorRenderer & { readonly id: string };
+  maxBodyBytes: number;
+  requestDeadlineMs: number;
+  log: Logger;
+  metrics: Metrics;
+}
+
+export interface Front {
+  listen(host: string, port: number): Promise<number>;
+  /** stops accepting; in-flight requests go on */
+  stopListening(): void;
+  readonly inFlight: number;
+}
+
+/** Request ids we reflect must be safe in a header and a log line. */
+const SAFE_ID = /^[A-Za-z0-9._:/+=@-]{1,128}$/;
+const hasControlBytes = (v: string): boolean => v.includes('\r') || v.includes('\n') || v.includes('\0');
+
+/**
+ * The uWebSockets.js front: refuses ambiguous framing, reads bodies within the
+ * limit, runs the route's handler and enforces the request deadline. It is the
+ * only module that holds a uWS response object.
+ */
+export function createFront(opts: FrontOptions): Front {
+  const { uws, log, metrics } = opts;
+  const router = new Router(opts.routes);
+  const app: TemplatedApp = uws.App();
+  let listenSocket: us_listen_socket | undefined;
+  let inFlight = 0;
+
+  const hooks = {
+    onStart(sink: UwsSink) {
+      const req = requests.get(sink);
+      if (req) clearTimeout(req.deadline);
+    },
+    onFinish(sink: UwsSink) {
+      const state = requests.get(sink);
+      if (!state) return;
+      requests.delete(sink);
+      clearTimeout(state.deadline);
+      inFlight--;
+      metrics.inFlight.dec();
+      const seconds = state.stages.elapsedMs / 1000;
+      const status = sink.aborted && !sink.started ? 499 : sink.status;
+      const surface = state.surface;
+      metrics.requests.inc({ surface, status, provider: sink.meta.provider ?? 'none' });
+      metrics.duration.observe({ surface }, seconds);
+      log.info(
+        {
+          req_id: state.id,
+          method: state.method,
+          path: state.path,
+          status,
+          ms: Math.round(state.stages.elapsedMs * 100) / 100,
+          tenant: sink.meta.tenant,
+          provider: sink.meta.provider,
+          model: sink.meta.model,
+          aborted: sink.aborted || undefined,
+        },
+        'request',
+      );
+      if (!state.controller.signal.aborted) state.controller.abort();
+    },
+  };
+
+  interface State {
+    id: string;
+    method: string;
+    path: string;
+    surface: string;
+    stages: StageClock;
+    controller: AbortController;
+    deadline: NodeJS.Timeout | undefined;
+  }
+  const requests = new Map<UwsSink, State>();
+
+  const refuse = (sink: UwsSink, reason: string, message: string) => {
+    metrics.refusedFraming.inc({ reason });
+    sink.closeConnection = true;
+    sink.fail(new GatewayError('request_error', message));
+  };
+
+  app.any('/*', (res: HttpResponse, req: HttpRequest) => {
+    const receivedAt = process.hrtime.bigint();
+    const stages = new StageClock();
+    const rawMethod = req.getMethod().toUpperCase();
+    const path = req.getUrl();
+    const query = req.getQuery() ?? '';
+    const headers: Record<string, string> = {};
+    let contentLengths = 0;
+    let badHeader = false;
+    req.forEach((k, v) => {
+      if (k === 'content-length') contentLengths++;
+      if (hasControlBytes(v)) badHeader = true;
+      const prev = headers[k];
+      headers[k] = prev === undefined ? v : `${prev}, ${v}`;
+    });
+    const callerId = headers['x-request-id'];
+    const id = callerId !== undefined && SAFE_ID.test(callerId) ? callerId : randomUUID();
+    const headOnly = rawMethod === 'HEAD';
+    const method = headOnly ? 'GET' : rawMethod;
+    const match = router.match(method, path);
+    const renderer = match.kind === 'found' ? match.route.surface : opts.defaultSurface;
+    const sink = new UwsSink(res, id, headOnly, hooks, renderer);
+    const controller = new AbortController();
+    const state: State = { id, method: rawMethod, path, surface: renderer.id, stages, controller, deadline: undefined };
+    requests.set(sink, state);
+    inFlight++;
+    metrics.inFlight.inc();
+    res.onAborted(() => {
+      if (!controller.signal.aborted) controller.abort();
+      sink.markAborted();
+    });
+
+    const te = headers['transfer-encoding'];
+    if (contentLengths > 1) return refuse(sink, 'duplicate_content_length', 'more than one Content-Length');
+    if (te !== undefined && contentLengths > 0) return refuse(sink, 'content_length_with_transfer_encoding', 'Content-Length beside Transfer-Encoding');
+    if (te !== undefined && te.toLowerCase() !== 'chunked') return refuse(sink, 'transfer_encoding', 'unsupported Transfer-Encoding');
+    if (badHeader) return refuse(sink, 'control_bytes', 'header value with CR, LF or NUL');
+
+    if (match.kind === 'not_found') return sink.fail(new GatewayError('not_found', `no route for ${rawMethod} ${path.slice(0, 200).replace(/[^\x20-\x7e]/g, '?')}`));
+    if (match.kind === 'method_not_allowed') {
+      return sink.fail(new GatewayError('method_not_allowed', `method ${rawMethod} not allowed`, { headers: [['allow', match.allowed.join(', ')]] }));
+    }
+
+    state.deadline = setTimeout(() => {
+      if (sink.started || sink.finished) return;
+      const err = new GatewayError('gateway_timeout', 'request deadline exceeded before a response started; safe to retry');
+      controller.abort(err);
+      sink.fail(err, [['x-gw-stage-durations', stages.header()]]);
+    }, opts.requestDeadlineMs);
+
+    const run = (body: Buffer) => {
+      const greq: GatewayRequest = { id, method, path, query, headers, params: match.params, body, receivedAt, signal: controller.signal, stages };
+      try {
+        const out = match.route.handler(greq, sink);
+        if (out instanceof Promise) out.catch((err: unknown) => failHandler(sink, err));
+      } catch (err) {
+        failHandler(sink, err);
+      }
+    };
+
+    const declared = headers['content-length'];
+    if (declared === undefined && te === undefined) return run(EMPTY);
+    const length = declared === undefined ? -1 : Number(declared);
+    if (declared !== undefined && !/^\d+$/.test(declared)) return refuse(sink, 'content_length', 'malformed Content-Length');
+    if (length > opts.maxBodyBytes) {
+      sink.closeConnection = true;
+      return sink.fail(new GatewayError('payload_too_large', `request body exceeds ${opts.maxBodyBytes} bytes`));
+    }
+    if (length === 0) return run(EMPTY);
+    readBody(res, length, opts.maxBodyBytes, (body) => {
+      if (sink.finished) return;
+      if (body === undefined) {
+        sink.closeConnection = true;
+        return sink.fail(new GatewayError('payload_too_large', `request body exceeds ${opts.maxBodyBytes} bytes`));
+      }
+      run(body);
+    });
+  });
+
+  const failHandler = (sink: UwsSink, err: unknown) => {
+    if (!(err instanceof GatewayError)) log.error({ err }, 'handler failed');
+    sink.fail(err);
+  };
+
+  return {
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        app.listen(host, port, (socket) => {
+          if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+          listenSocket = socket;
+          resolve(uws.us_socket_local_port(socket));
+        });
+      });
+    },
+    stopListening() {
+      if (listenSocket) uws.us_listen_socket_close(listenSocket);
+      listenSocket = undefined;
+    },
+    get inFlight() {
+      return inFlight;
+    },
+  };
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** Reads the body; `done(undefined)` when it grows past `max` (chunked bodies). */
+function readBody(res: HttpResponse, declared: number, max: number, done: (body: Buffer | undefined) => void): void {
+  if (declared > 0) {
+    const body = Buffer.allocUnsafe(declared);
+    let offset = 0;
+    res.onData((chunk, isLast) => {
+      const view = new Uint8Array(chunk);
+      const n = Math.min(view.byteLength, declared - offset);
+      body.set(view.subarray(0, n), offset);
+      offset += n;
+      if (isLast) done(offset === declared ? body : body.subarray(0, offset));
+    });
+    return;
+  }
+  const parts: Buffer[] = [];
+  let total = 0;
+  let over = false;
+  res.onData((chunk, isLast) => {
+    if (over) return;
+    total += chunk.byteLength;
+    if (total > max) {
+      over = true;
+      done(undefined);
+      return;
+    }
+    parts.push(Buffer.from(new Uint8Array(chunk)));
+    if (isLast) done(Buffer.concat(parts, total));
+  });
+}

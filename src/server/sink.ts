@@ -1,0 +1,173 @@
+import { STATUS_CODES } from 'node:http';
+import type { HttpResponse } from 'uWebSockets.js';
+import { asGatewayError, type GatewayError } from '../errors.js';
+import type { ErrorRenderer, HeaderList, ResponseMeta, ResponseSink } from '../http/types.js';
+
+/** Headers uWS writes itself, or that describe a hop rather than the message. */
+const NEVER_COPIED = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'date', 'upgrade', 'trailer', 'te', 'proxy-connection']);
+const STATUS_LINES = new Map<number, string>();
+const statusLine = (status: number): string => {
+  let line = STATUS_LINES.get(status);
+  if (line === undefined) {
+    line = `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
+    STATUS_LINES.set(status, line);
+  }
+  return line;
+};
+/** Bodies above this are written with tryEnd/onWritable instead of one end(). */
+const TRY_END_THRESHOLD = 64 * 1024;
+
+export interface SinkHooks {
+  /** called once, when the answer is complete or the client is gone */
+  onFinish(sink: UwsSink): void;
+  onStart(sink: UwsSink): void;
+}
+
+/** ResponseSink over a uWS HttpResponse: corks every write and honours backpressure. */
+export class UwsSink implements ResponseSink {
+  aborted = false;
+  started = false;
+  finished = false;
+  status = 0;
+  readonly extraHeaders: HeaderList;
+  readonly meta: ResponseMeta = {};
+  /** set when the request must end with the connection closed (framing refusals) */
+  closeConnection = false;
+  private drainCb: (() => void) | undefined;
+  private writableHooked = false;
+  private readonly abortCbs: Array<() => void> = [];
+
+  constructor(
+    private readonly res: HttpResponse,
+    requestId: string,
+    private readonly headOnly: boolean,
+    private readonly hooks: SinkHooks,
+    public renderer: ErrorRenderer,
+  ) {
+    this.extraHeaders = [['x-gw-request-id', requestId]];
+  }
+
+  /** wired to res.onAborted by the front */
+  markAborted(): void {
+    if (this.aborted || this.finished) return;
+    this.aborted = true;
+    for (const cb of this.abortCbs) cb();
+    this.finish();
+  }
+
+  onAbort(cb: () => void): void {
+    if (this.aborted) cb();
+    else this.abortCbs.push(cb);
+  }
+
+  send(status: number, headers: HeaderList, body: Uint8Array | string): void {
+    if (this.started || this.aborted) return;
+    this.begin(status);
+    const res = this.res;
+    if (typeof body !== 'string' && body.byteLength > TRY_END_THRESHOLD && !this.headOnly && !this.closeConnection) {
+      res.cork(() => {
+        this.writeHead(status, headers);
+        this.sendLarge(body);
+      });
+      return;
+    }
+    res.cork(() => {
+      this.writeHead(status, headers);
+      if (this.headOnly) res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength, this.closeConnection);
+      else res.end(body, this.closeConnection);
+    });
+    this.finish();
+  }
+
+  start(status: number, headers: HeaderList): void {
+    if (this.started || this.aborted) return;
+    this.begin(status);
+    this.res.cork(() => {
+      this.writeHead(status, headers);
+      // flushes the status line and headers now, so the client sees the stream open
+      if (!this.headOnly) this.res.write('');
+    });
+  }
+
+  write(chunk: Uint8Array | string): boolean {
+    if (this.finished || this.headOnly) return true;
+    let ok = true;
+    this.res.cork(() => {
+      ok = this.res.write(chunk);
+    });
+    return ok;
+  }
+
+  onDrain(cb: () => void): void {
+    this.drainCb = cb;
+    if (this.writableHooked) return;
+    this.writableHooked = true;
+    this.res.onWritable(() => {
+      const pending = this.drainCb;
+      this.drainCb = undefined;
+      pending?.();
+      return true;
+    });
+  }
+
+  end(chunk?: Uint8Array | string): void {
+    if (this.finished) return;
+    this.res.cork(() => {
+      if (this.headOnly) this.res.endWithoutBody(undefined, this.closeConnection);
+      else this.res.end(chunk, this.closeConnection);
+    });
+    this.finish();
+  }
+
+  /** The one place errors are written: the surface's envelope, or its in-band event mid-stream. */
+  fail(error: unknown, extraHeaders: HeaderList = []): void {
+    if (this.finished) return;
+    const err: GatewayError = asGatewayError(error);
+    if (this.started) {
+      this.end(this.renderer.renderStreamError(err));
+      return;
+    }
+    const { status, headers, body } = this.renderer.renderError(err);
+    const all: HeaderList = [['content-type', 'application/json'], ...headers, ...extraHeaders];
+    if (err.spec.header) all.push(['x-gw-error', err.type]);
+    const retry = err.retryAfterS;
+    if (retry !== undefined) all.push(['retry-after', String(retry)]);
+    if (err.options.headers) all.push(...err.options.headers);
+    this.send(status, all, body);
+  }
+
+  private begin(status: number): void {
+    this.started = true;
+    this.status = status;
+    this.hooks.onStart(this);
+  }
+
+  private writeHead(status: number, headers: HeaderList): void {
+    const res = this.res;
+    res.writeStatus(statusLine(status));
+    for (const [k, v] of headers) if (!NEVER_COPIED.has(k)) res.writeHeader(k, v);
+    for (const [k, v] of this.extraHeaders) res.writeHeader(k, v);
+  }
+
+  private sendLarge(body: Uint8Array): void {
+    const res = this.res;
+    const total = body.byteLength;
+    const base = res.getWriteOffset();
+    const [, done] = res.tryEnd(body, total);
+    if (done) {
+      this.finish();
+      return;
+    }
+    res.onWritable((offset) => {
+      const [ok, finished] = res.tryEnd(body.subarray(offset - base), total);
+      if (finished) this.finish();
+      return ok;
+    });
+  }
+
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.hooks.onFinish(this);
+  }
+}

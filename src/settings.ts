@@ -1,0 +1,106 @@
+import { cpus } from 'node:os';
+import { Type, type Static } from '@sinclair/typebox';
+import { Ajv } from 'ajv';
+
+/**
+ * Every GW_ deployment setting in one schema. Environment values are strings;
+ * Ajv coerces them to the declared types and fills the defaults.
+ */
+const Seconds = (def: number, description: string) =>
+  Type.Number({ exclusiveMinimum: 0, default: def, description });
+const Origin = (description: string) =>
+  Type.Optional(Type.String({ pattern: '^https?://[^/?#\\s]+$', description }));
+
+export const SettingsSchema = Type.Object({
+  GW_HOST: Type.String({ default: '0.0.0.0', minLength: 1 }),
+  GW_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+  GW_WORKERS: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'replicas sharing the port; default: CPUs with Redis, 1 embedded' })),
+  GW_REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  GW_DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
+  GW_ADMIN_KEY: Type.Optional(Type.String({ minLength: 16 })),
+  GW_CONFIG_SECRET: Type.Optional(Type.String({ minLength: 16 })),
+  GW_SECRETS_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$', description: '32 bytes, base64' })),
+  GW_BOOTSTRAP: Type.Optional(Type.String({ minLength: 1 })),
+  GW_UPSTREAM_OPENAI: Origin('origin override for openai'),
+  GW_UPSTREAM_CLOUDX: Origin('origin override for cloudx (every resource)'),
+  GW_UPSTREAM_MSGVENDOR: Origin('origin override for msgvendor'),
+  GW_UPSTREAM_GENVENDOR: Origin('origin override for genvendor'),
+  GW_UPSTREAM_GENVENDOR_VERTEX: Origin('origin override for genvendor_vertex (every project/location)'),
+  GW_UPSTREAM_CLOUDY: Origin('origin override for cloudy (every region)'),
+  GW_UPSTREAM_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 65536, default: 256, description: 'max sockets per upstream origin' }),
+  GW_LOG_LEVEL: Type.Union(
+    [Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')],
+    { default: 'info' },
+  ),
+  GW_METRICS_PORT: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+  GW_METRICS_PUBLIC: Type.Union([Type.Literal('0'), Type.Literal('1')], { default: '1' }),
+  GW_ALLOW_UWS_FALLBACK: Type.Union([Type.Literal('0'), Type.Literal('1')], { default: '0' }),
+  GW_MAX_BODY_BYTES: Type.Integer({ minimum: 1024, default: 32 * 1024 * 1024 }),
+  GW_DEFAULT_RPS_CAP: Type.Number({ exclusiveMinimum: 0, default: 50 }),
+  GW_REQUEST_DEADLINE_S: Seconds(600, 'handler must start its response within this'),
+  GW_STREAM_IDLE_S: Seconds(300, 'a stream silent this long is closed with gateway_timeout'),
+  GW_STREAM_DEADLINE_S: Seconds(3600, 'a stream open this long is closed with gateway_timeout'),
+  GW_QUEUE_WAIT_MAX_S: Seconds(10, 'engine entry shed threshold'),
+  GW_BYOK_STORE_TIMEOUT_S: Seconds(30, 'bound on stored-provider-key store calls'),
+  GW_LOOP_STALL_SHED_SHARE: Type.Number({ minimum: 0, maximum: 1, default: 0.5 }),
+  GW_LOOP_STALL_WINDOW_S: Seconds(10, 'window of the loop-stall share'),
+  GW_INGRESS_BUDGET: Type.Optional(Type.Integer({ minimum: 1, description: 'in-flight request bytes before shedding' })),
+  GW_SKILL_AUTO_ROLLBACK: Type.String({ default: 'agent_trajectory_compaction', description: 'comma-separated skills whose breaker is armed' }),
+  GW_GUARDRAILS_MODEL_MODE: Type.Union([Type.Literal('shadow'), Type.Literal('enforce'), Type.Literal('off')], { default: 'shadow' }),
+  GW_IDP_ISSUER: Type.Optional(Type.String({ minLength: 1 })),
+  GW_IDP_JWKS: Type.Optional(Type.String({ minLength: 1, description: 'JWKS file path or URL' })),
+  GW_IDP_AUDIENCE: Type.Optional(Type.String({ minLength: 1 })),
+  GW_IDP_GROUP_MAP: Type.Optional(Type.String({ minLength: 2, description: 'JSON object: IdP group to org_id' })),
+  GW_DEDICATED_TENANT: Type.Optional(Type.String({ pattern: '^[a-z0-9_-]{1,64}$' })),
+  GW_ALLOWED_REGIONS: Type.Optional(Type.String({ minLength: 1, description: 'comma-separated upstream regions allowed' })),
+  GW_SHUTDOWN_GRACE_S: Seconds(10, 'in-flight requests get this long on SIGTERM'),
+});
+
+export type RawSettings = Static<typeof SettingsSchema>;
+export type Settings = RawSettings & { GW_WORKERS: number };
+
+export class SettingsError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid settings:\n  ${problems.join('\n  ')}`);
+  }
+}
+
+const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true, strict: false });
+const validate = ajv.compile<RawSettings>(SettingsSchema);
+
+/** Reads GW_ variables from `env`; throws SettingsError listing every bad variable. */
+export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+  const raw: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (k.startsWith('GW_') && v !== undefined && v !== '') raw[k] = v;
+  }
+  const problems: string[] = [];
+  for (const k of Object.keys(raw)) {
+    if (!(k in SettingsSchema.properties)) problems.push(`${k}: unknown setting`);
+  }
+  if (!validate(raw)) {
+    for (const e of validate.errors ?? []) {
+      const name = e.instancePath.replace(/^\//, '') || String(e.params['missingProperty'] ?? '');
+      problems.push(`${name}: ${e.message ?? 'invalid'} (got ${JSON.stringify(raw[name])})`);
+    }
+  }
+  const s = raw as RawSettings;
+  if ((s.GW_REDIS_URL || s.GW_DATA_DIR) && !s.GW_SECRETS_KEY) {
+    problems.push('GW_SECRETS_KEY: required when GW_REDIS_URL or GW_DATA_DIR is set (32 bytes, base64)');
+  }
+  if (s.GW_WORKERS !== undefined && s.GW_WORKERS > 1 && !s.GW_REDIS_URL) {
+    problems.push('GW_WORKERS: more than one replica needs GW_REDIS_URL (embedded state is per process)');
+  }
+  if (s.GW_IDP_ISSUER && !s.GW_IDP_JWKS) problems.push('GW_IDP_JWKS: required when GW_IDP_ISSUER is set');
+  if (s.GW_IDP_GROUP_MAP) {
+    try {
+      const m: unknown = JSON.parse(s.GW_IDP_GROUP_MAP);
+      if (typeof m !== 'object' || m === null || Array.isArray(m)) throw new Error('not an object');
+    } catch {
+      problems.push('GW_IDP_GROUP_MAP: must be a JSON object of group to org_id');
+    }
+  }
+  if (problems.length > 0) throw new SettingsError(problems);
+  const workers = s.GW_WORKERS ?? (s.GW_REDIS_URL ? cpus().length : 1);
+  return { ...s, GW_WORKERS: workers };
+}

@@ -1,0 +1,20 @@
+import type { ErrorRenderer } from '../http/types.js';
+import { BEARER, type KeyCarrier } from './carriers.js';
+import { sharedEnvelope } from './envelopes.js';
+
+export interface Surface extends ErrorRenderer {
+  readonly id: string;
+  /** where this surface's SDKs carry a key, besides x-gw-key */
+  readonly carriers: readonly KeyCarrier[];
+}
+
+const surface = (id: string, carriers: readonly KeyCarrier[], envelope: ErrorRenderer): Surface => ({ id, carriers, ...envelope });
+
+/** THE surface table: id, key carriers and error envelope of every surface. */
+export const SURFACES = {
+  chat_completions: surface('chat_completions', [BEARER], sharedEnvelope),
+  /** configuration, admin and telemetry routes */
+  api: surface('api', [BEARER], sharedEnvelope),
+  /** unauthenticated reads: health, models, metrics; also the envelope of unmatched paths */
+  public: surface('public', [], sharedEnvelope),
+} as const satisfies Record<string, Surface>;

@@ -1,0 +1,40 @@
+import { pino, type Logger, type LevelWithSilent } from 'pino';
+
+export type { Logger };
+
+/** Every place a credential can sit in a logged object. */
+const CREDENTIAL_HEADERS = [
+  'authorization',
+  'x-api-key',
+  'api-key',
+  'x-goog-api-key',
+  'x-gw-key',
+  'x-gw-provider-key',
+  'x-gw-admin-key',
+  'x-gw-config-secret',
+  'cookie',
+  'proxy-authorization',
+];
+
+export const REDACT_PATHS = [
+  ...CREDENTIAL_HEADERS.map((h) => `headers["${h}"]`),
+  ...CREDENTIAL_HEADERS.map((h) => `*.headers["${h}"]`),
+  'api_key',
+  '*.api_key',
+  'secret',
+  '*.secret',
+  'credential',
+  '*.credential',
+];
+
+export function createLogger(level: LevelWithSilent, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { pid: process.pid },
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    destination ?? pino.destination({ sync: false }),
+  );
+}

@@ -1,0 +1,100 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export interface PoolStats {
+  origin: string;
+  connected: number;
+  free: number;
+  pending: number;
+  running: number;
+}
+
+/** Every metric the gateway exports, created once per process. */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
+  let poolStats: () => PoolStats[] = () => [];
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
+
+  const m = {
+    registry,
+    requests: new Counter({
+      name: 'gw_requests_total',
+      help: 'Requests answered, by surface, status and provider',
+      labelNames: ['surface', 'status', 'provider'] as const,
+      registers: [registry],
+    }),
+    duration: new Histogram({
+      name: 'gw_request_duration_seconds',
+      help: 'Time from accept to the last byte, by surface',
+      labelNames: ['surface'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    overhead: new Histogram({
+      name: 'gw_gateway_overhead_seconds',
+      help: 'Time to the response start that was not spent waiting on the upstream',
+      labelNames: ['surface'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    upstreamLatency: new Histogram({
+      name: 'gw_upstream_latency_seconds',
+      help: 'Time from dispatch to the upstream response start, by provider',
+      labelNames: ['provider'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    upstreamErrors: new Counter({
+      name: 'gw_upstream_errors_total',
+      help: 'Upstream calls that failed before or during the response, by provider and kind',
+      labelNames: ['provider', 'kind'] as const,
+      registers: [registry],
+    }),
+    inFlight: new Gauge({ name: 'gw_in_flight_requests', help: 'Requests accepted and not yet answered', registers: [registry] }),
+    streamTimeouts: new Counter({
+      name: 'gw_stream_timeouts_total',
+      help: 'Streams closed by the gateway for idleness or the stream deadline',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    refusedFraming: new Counter({
+      name: 'gw_refused_framing_total',
+      help: 'Requests refused at the front for ambiguous framing or bad header bytes',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    setPoolStatsSource(fn: () => PoolStats[]) {
+      poolStats = fn;
+    },
+    loopDelay,
+  };
+
+  new Gauge({
+    name: 'gw_event_loop_delay_p99_seconds',
+    help: 'p99 event-loop delay since the last scrape',
+    registers: [registry],
+    collect() {
+      this.set(loopDelay.percentile(99) / 1e9);
+      loopDelay.reset();
+    },
+  });
+  const poolGauge = (field: keyof Omit<PoolStats, 'origin'>) =>
+    new Gauge({
+      name: `gw_upstream_pool_${field}`,
+      help: `undici pool ${field} per upstream origin`,
+      labelNames: ['origin'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const s of poolStats()) this.set({ origin: s.origin }, s[field]);
+      },
+    });
+  for (const f of ['connected', 'free', 'pending', 'running'] as const) poolGauge(f);
+  return m;
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,141 @@
+import { readFile } from 'node:fs/promises';
+import { Type, type Static } from '@sinclair/typebox';
+import { GatewayError } from '../errors.js';
+import { compileSchema } from '../http/validate.js';
+import type { DocStore } from '../stores/types.js';
+import type { Directory } from './directory.js';
+import { DEV_KEY_SECRET, KEY_ID, hashSecret, newDevKeySecret, newKeyId } from './secrets.js';
+import type { DevKey, Org, Plan } from './types.js';
+
+const OrgId = Type.String({ pattern: '^[a-z0-9_-]{1,64}$' });
+const DevKeyId = Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,128}$' });
+const PlanT = Type.Union([Type.Literal('free'), Type.Literal('team'), Type.Literal('enterprise')]);
+
+export const OrgInput = Type.Object(
+  {
+    org_id: OrgId,
+    parent_org_id: Type.Optional(Type.Union([OrgId, Type.Null()])),
+    plan: Type.Optional(PlanT),
+    rps_cap: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+export const DevKeyInput = Type.Object(
+  {
+    org_id: OrgId,
+    dev_key_id: Type.Optional(DevKeyId),
+    name: Type.Optional(Type.String({ maxLength: 200 })),
+    expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export const RevokeInput = Type.Object(
+  { key_id: Type.Optional(Type.String({ minLength: 1 })), dev_key_id: Type.Optional(Type.String({ minLength: 1 })) },
+  { additionalProperties: false },
+);
+const BootstrapKey = Type.Object(
+  {
+    org_id: OrgId,
+    key_id: Type.Optional(Type.String({ pattern: KEY_ID.source })),
+    dev_key_id: Type.Optional(DevKeyId),
+    name: Type.Optional(Type.String({ maxLength: 200 })),
+    api_key: Type.String({ pattern: DEV_KEY_SECRET.source }),
+  },
+  { additionalProperties: false },
+);
+export const BootstrapFile = Type.Object(
+  { orgs: Type.Optional(Type.Array(OrgInput)), dev_keys: Type.Optional(Type.Array(BootstrapKey)) },
+  { additionalProperties: false },
+);
+
+export const parseOrgInput = compileSchema(OrgInput);
+export const parseDevKeyInput = compileSchema(DevKeyInput);
+export const parseRevokeInput = compileSchema(RevokeInput);
+const parseBootstrap = compileSchema(BootstrapFile);
+
+/** Writes to orgs and developer keys (admin routes and GW_BOOTSTRAP). */
+export class TenantAdmin {
+  constructor(
+    private readonly store: DocStore,
+    private readonly directory: Directory,
+    private readonly defaultRpsCap: number,
+  ) {}
+
+  /** 201 created, 200 when it exists with the same fields, 409 when it differs */
+  async upsertOrg(input: Static<typeof OrgInput>): Promise<{ created: boolean; org: Org }> {
+    const parent = input.parent_org_id ?? null;
+    if (parent !== null) {
+      if (!this.directory.org(parent)) throw new GatewayError('request_error', `parent_org_id ${parent} does not exist`);
+      if (parent === input.org_id || this.directory.isWithin(parent, input.org_id)) {
+        throw new GatewayError('request_error', 'parent_org_id would make a cycle');
+      }
+    }
+    const wanted = { org_id: input.org_id, parent_org_id: parent, plan: (input.plan ?? 'team') as Plan, rps_cap: input.rps_cap ?? this.defaultRpsCap };
+    const existing = this.directory.org(input.org_id);
+    if (existing) {
+      const same = existing.parent_org_id === wanted.parent_org_id && existing.plan === wanted.plan && existing.rps_cap === wanted.rps_cap;
+      if (!same) throw new GatewayError('conflict', `org ${input.org_id} exists with different fields`);
+      return { created: false, org: existing };
+    }
+    const org: Org = { ...wanted, created_at: new Date().toISOString() };
+    await this.store.put('orgs', org.org_id, org);
+    return { created: true, org };
+  }
+
+  async createKey(input: Static<typeof DevKeyInput>, secret = newDevKeySecret(), keyId = newKeyId()): Promise<{ key: DevKey; api_key: string }> {
+    if (!this.directory.org(input.org_id)) throw new GatewayError('request_error', `org ${input.org_id} does not exist`);
+    const devKeyId = input.dev_key_id ?? keyId;
+    if (this.directory.key(devKeyId) || this.directory.key(keyId)) throw new GatewayError('conflict', `key ${devKeyId} already exists`);
+    const key: DevKey = {
+      key_id: keyId,
+      dev_key_id: devKeyId,
+      org_id: input.org_id,
+      name: input.name ?? null,
+      secret_hash: hashSecret(secret),
+      created_at: new Date().toISOString(),
+      expires_at: input.expires_at ?? null,
+      revoked_at: null,
+    };
+    await this.store.put('dev_keys', key.key_id, key);
+    return { key, api_key: secret };
+  }
+
+  async revoke(input: Static<typeof RevokeInput>): Promise<DevKey> {
+    const id = input.key_id ?? input.dev_key_id;
+    if (id === undefined) throw new GatewayError('request_error', 'key_id or dev_key_id is required');
+    const key = this.directory.key(id);
+    if (!key) throw new GatewayError('not_found', `no key ${id}`);
+    if (key.revoked_at !== null) return key;
+    const revoked = { ...key, revoked_at: new Date().toISOString() };
+    await this.store.put('dev_keys', key.key_id, revoked);
+    return revoked;
+  }
+
+  /** Applies a GW_BOOTSTRAP file; running it again changes nothing. */
+  async bootstrap(path: string): Promise<{ orgs: number; keys: number }> {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(await readFile(path, 'utf8'));
+    } catch (err) {
+      throw new Error(`GW_BOOTSTRAP: cannot read ${path}: ${(err as Error).message}`, { cause: err });
+    }
+    const file = parseBootstrap(parsed, 'GW_BOOTSTRAP');
+    let orgs = 0;
+    let keys = 0;
+    // parents first, whatever order the file lists them in
+    const pending = [...(file.orgs ?? [])];
+    while (pending.length > 0) {
+      const ready = pending.findIndex((o) => !o.parent_org_id || this.directory.org(o.parent_org_id) || !pending.some((p) => p.org_id === o.parent_org_id));
+      const [org] = pending.splice(ready === -1 ? 0 : ready, 1);
+      if (!org) break;
+      if ((await this.upsertOrg(org)).created) orgs++;
+    }
+    for (const k of file.dev_keys ?? []) {
+      if (this.directory.keyBySecretHash(hashSecret(k.api_key))) continue;
+      const { api_key, key_id, ...rest } = k;
+      await this.createKey(rest, api_key, key_id);
+      keys++;
+    }
+    return { orgs, keys };
+  }
+}

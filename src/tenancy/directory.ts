@@ -1,0 +1,74 @@
+import type { DocStore } from '../stores/types.js';
+import { hashSecret } from './secrets.js';
+import type { DevKey, Org } from './types.js';
+
+/**
+ * Hot-path lookups of orgs and developer keys, answered from memory. Indexes
+ * follow the store's change notifications, so a revocation through any
+ * replica is obeyed by this one on its next request.
+ */
+export class Directory {
+  private readonly byHash = new Map<string, DevKey>();
+  private readonly byDevKeyId = new Map<string, DevKey>();
+  /** the version of each key currently in the indexes */
+  private readonly indexed = new Map<string, DevKey>();
+
+  constructor(private readonly store: DocStore) {
+    for (const k of store.values<DevKey>('dev_keys')) this.index(undefined, k);
+    store.onChange((collection, id) => {
+      if (collection !== 'dev_keys') return;
+      this.index(this.indexed.get(id), store.get<DevKey>('dev_keys', id));
+    });
+  }
+
+  /** The active key for a presented secret, or undefined (unknown, revoked or expired alike). */
+  authenticate(secret: string, now = Date.now()): { key: DevKey; org: Org } | undefined {
+    const key = this.byHash.get(hashSecret(secret));
+    if (!key || key.revoked_at !== null) return undefined;
+    if (key.expires_at !== null && Date.parse(key.expires_at) <= now) return undefined;
+    const org = this.org(key.org_id);
+    return org ? { key, org } : undefined;
+  }
+
+  org(orgId: string): Org | undefined {
+    return this.store.get<Org>('orgs', orgId);
+  }
+
+  /** by the gateway's key_id or the console's dev_key_id */
+  key(id: string): DevKey | undefined {
+    return this.store.get<DevKey>('dev_keys', id) ?? this.byDevKeyId.get(id);
+  }
+
+  keyBySecretHash(hash: string): DevKey | undefined {
+    return this.byHash.get(hash);
+  }
+
+  keysOf(orgId: string): DevKey[] {
+    return [...this.store.values<DevKey>('dev_keys')].filter((k) => k.org_id === orgId);
+  }
+
+  /** true when `orgId` is `ancestorId` or one of its sub-tenants, at any depth */
+  isWithin(orgId: string, ancestorId: string): boolean {
+    const seen = new Set<string>();
+    let current: string | null = orgId;
+    while (current !== null && !seen.has(current)) {
+      if (current === ancestorId) return true;
+      seen.add(current);
+      current = this.org(current)?.parent_org_id ?? null;
+    }
+    return false;
+  }
+
+  private index(old: DevKey | undefined, next: DevKey | undefined): void {
+    if (old) {
+      this.byHash.delete(old.secret_hash);
+      this.byDevKeyId.delete(old.dev_key_id);
+      this.indexed.delete(old.key_id);
+    }
+    if (next) {
+      this.byHash.set(next.secret_hash, next);
+      this.byDevKeyId.set(next.dev_key_id, next);
+      this.indexed.set(next.key_id, next);
+    }
+  }
+}
