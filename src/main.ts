@@ -11,6 +11,8 @@ import { loadUws } from './server/uws.js';
 import { loadSettings, SettingsError, type Settings } from './settings.js';
 import { EmbeddedDocStore } from './stores/embedded/doc-store.js';
 import { RedisDocStore } from './stores/redis/doc-store.js';
+import { redisKeys } from './stores/redis/prefixes.js';
+import { NO_STORED_KEYS } from './pipeline/credentials.js';
 import type { DocStore } from './stores/types.js';
 import { chatCompletionsRoutes } from './surfaces/chat-completions.js';
 import { SURFACES } from './surfaces/index.js';
@@ -34,7 +36,7 @@ export interface StartOptions {
 }
 
 function openStore(settings: Settings): DocStore {
-  return settings.GW_REDIS_URL ? new RedisDocStore(settings.GW_REDIS_URL) : new EmbeddedDocStore(settings.GW_DATA_DIR);
+  return settings.GW_REDIS_URL ? new RedisDocStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : new EmbeddedDocStore(settings.GW_DATA_DIR);
 }
 
 function originOverrides(s: Settings): OriginOverrides {
@@ -74,6 +76,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     log,
     ring,
     limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
+    storedKeys: NO_STORED_KEYS,
+    policy: [],
   });
 
   let inFlight = () => 0;

@@ -16,6 +16,7 @@ export const SettingsSchema = Type.Object({
   GW_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   GW_WORKERS: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'replicas sharing the port; default: CPUs with Redis, 1 embedded' })),
   GW_REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  GW_REDIS_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_:.-]{1,64}$', default: 'gw:', description: 'namespace of every Redis key and channel' }),
   GW_DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
   GW_ADMIN_KEY: Type.Optional(Type.String({ minLength: 16 })),
   GW_CONFIG_SECRET: Type.Optional(Type.String({ minLength: 16 })),

@@ -1,8 +1,7 @@
-import { GatewayError } from '../errors.js';
 import type { GatewayRequest, HeaderList, ResponseSink } from '../http/types.js';
-import type { Location } from '../providers/adapter.js';
+import type { Location, ProviderAdapter } from '../providers/adapter.js';
 import type { Providers } from '../providers/index.js';
-import type { ProviderCredential, ProviderId, UpstreamRequest } from '../providers/types.js';
+import type { ProviderId, UpstreamRequest } from '../providers/types.js';
 import type { Surface } from '../surfaces/index.js';
 import type { Directory } from '../tenancy/directory.js';
 import type { Logger } from '../telemetry/log.js';
@@ -10,6 +9,8 @@ import type { Metrics } from '../telemetry/metrics.js';
 import type { InspectorRing } from '../telemetry/ring.js';
 import type { Upstream } from '../upstream/client.js';
 import { account } from './accounting.js';
+import { resolveCredential, type StoredKeys } from './credentials.js';
+import { admitAll, type PolicyStage } from './policy.js';
 import { authenticate, presentedCredentials, type Caller, type Presented } from './auth.js';
 import { forwardHeaders } from './forward-headers.js';
 import { relay, type RelayLimits } from './relay.js';
@@ -22,6 +23,9 @@ export interface PipelineDeps {
   log: Logger;
   ring: InspectorRing;
   limits: RelayLimits;
+  storedKeys: StoredKeys;
+  /** the tenant's policy, in order (access, rate, spend cap, residency) */
+  policy: readonly PolicyStage[];
 }
 
 /** One relayed call, as a surface describes it after its minimal parse. */
@@ -58,13 +62,24 @@ export class Pipeline {
   }
 
   async relay(req: GatewayRequest, res: ResponseSink, plan: RelayPlan): Promise<void> {
-    const { providers, upstream, metrics, limits, ring } = this.deps;
     res.meta.tenant = plan.caller.org.org_id;
     res.meta.provider = plan.provider;
     res.meta.model = plan.model;
-    const adapter = providers.get(plan.provider);
-    const credential = this.credential(plan);
-    const location = plan.location ?? {};
+    const adapter = this.deps.providers.get(plan.provider);
+    const admission = await admitAll(this.deps.policy, req, plan);
+    let cost = 0;
+    try {
+      cost = await this.dispatch(req, res, plan, adapter);
+    } finally {
+      admission.settle(cost);
+    }
+  }
+
+  /** credential → request → relay → accounting; returns the call's cost */
+  private async dispatch(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter): Promise<number> {
+    const { providers, upstream, metrics, limits, ring } = this.deps;
+    const { credential, location: storedLocation } = await resolveCredential(this.deps.storedKeys, req, plan.caller, plan.presented, plan.provider);
+    const location = { ...storedLocation, ...plan.location };
     const unsigned: UpstreamRequest = {
       origin: providers.origin(plan.provider, location),
       path: plan.path,
@@ -77,7 +92,7 @@ export class Pipeline {
     if (outcome.status > 0 && res.meta.upstreamMs !== undefined) {
       metrics.overhead.observe({ surface: plan.surface.id }, Math.max(0, req.stages.elapsedMs - res.meta.upstreamMs) / 1000);
     }
-    account(ring, res, {
+    return account(ring, res, {
       requestId: req.id,
       endpoint: plan.surface.id,
       provider: plan.provider,
@@ -86,14 +101,5 @@ export class Pipeline {
       outcome,
       latencyMs: req.stages.elapsedMs,
     });
-  }
-
-  /** pass-through beats stored; neither is 402 onboarding_incomplete */
-  private credential(plan: RelayPlan): ProviderCredential {
-    const { vendorKey, vendorCarrier } = plan.presented;
-    if (vendorKey !== undefined) {
-      return { secret: vendorKey, scheme: vendorCarrier === 'authorization' ? 'bearer' : 'api_key', source: 'pass_through' };
-    }
-    throw new GatewayError('onboarding_incomplete', `no ${plan.provider} credential: send one with the request or store one with /api/v1/vendor_key/create`);
   }
 }

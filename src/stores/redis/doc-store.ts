@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { COLLECTIONS, Mirror, type Collection, type DocStore } from '../types.js';
-import { DOC_CHANNEL, docKey } from './prefixes.js';
+import type { RedisKeys } from './prefixes.js';
 
 /** How long a writer waits for its own change to come back through pub/sub. */
 const ECHO_WAIT_MS = 1000;
@@ -20,7 +20,10 @@ export class RedisDocStore extends Mirror implements DocStore {
   private seq = 0;
   private readyOnce = false;
 
-  constructor(url: string) {
+  constructor(
+    url: string,
+    private readonly keys: RedisKeys,
+  ) {
     super();
     this.cmd = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true });
     this.sub = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null });
@@ -33,20 +36,20 @@ export class RedisDocStore extends Mirror implements DocStore {
     this.sub.on('ready', () => {
       if (this.readyOnce) void this.reload();
     });
-    await this.sub.subscribe(DOC_CHANNEL);
+    await this.sub.subscribe(this.keys.docChannel);
     await this.reload();
     this.readyOnce = true;
   }
 
   async put(collection: Collection, id: string, doc: unknown): Promise<void> {
     const text = JSON.stringify(doc);
-    await this.cmd.hset(docKey(collection), id, text);
+    await this.cmd.hset(this.keys.doc(collection), id, text);
     this.apply(collection, id, JSON.parse(text));
     await this.announce(collection, id);
   }
 
   async delete(collection: Collection, id: string): Promise<boolean> {
-    const n = await this.cmd.hdel(docKey(collection), id);
+    const n = await this.cmd.hdel(this.keys.doc(collection), id);
     this.apply(collection, id, undefined);
     await this.announce(collection, id);
     return n > 0;
@@ -74,7 +77,7 @@ export class RedisDocStore extends Mirror implements DocStore {
         resolve();
       });
     });
-    await this.cmd.publish(DOC_CHANNEL, JSON.stringify([collection, id, token]));
+    await this.cmd.publish(this.keys.docChannel, JSON.stringify([collection, id, token]));
     await echoed;
   }
 
@@ -93,13 +96,13 @@ export class RedisDocStore extends Mirror implements DocStore {
       return;
     }
     if (!COLLECTIONS.includes(collection)) return;
-    const text = await this.cmd.hget(docKey(collection), id);
+    const text = await this.cmd.hget(this.keys.doc(collection), id);
     this.apply(collection, id, text === null ? undefined : JSON.parse(text));
   }
 
   private async reload(): Promise<void> {
     for (const c of COLLECTIONS) {
-      const all = await this.cmd.hgetall(docKey(c));
+      const all = await this.cmd.hgetall(this.keys.doc(c));
       const map = this.data.get(c);
       if (!map) continue;
       for (const id of [...map.keys()]) if (!(id in all)) this.apply(c, id, undefined);

@@ -1,4 +1,13 @@
-/** Every Redis key and channel the gateway uses, in one place. */
-export const PREFIX = 'gw:';
-export const docKey = (collection: string): string => `${PREFIX}doc:${collection}`;
-export const DOC_CHANNEL = `${PREFIX}doc-changes`;
+/**
+ * Every Redis key and channel the gateway uses, in one place, under the
+ * deployment's namespace (GW_REDIS_PREFIX) so deployments and test runs that
+ * share a Redis never see each other's state.
+ */
+export function redisKeys(prefix: string) {
+  return {
+    doc: (collection: string) => `${prefix}doc:${collection}`,
+    docChannel: `${prefix}doc-changes`,
+  };
+}
+
+export type RedisKeys = ReturnType<typeof redisKeys>;

@@ -1,0 +1,67 @@
+import type { ServerResponse } from 'node:http';
+import { sendJson, sleep, startFakeVendor, type FakeVendor, type Recorded } from './server.js';
+
+/**
+ * A fake OpenAI API speaking its real wire format. Behaviour is scripted by
+ * the model name:
+ * - `error_<status>`: the vendor's error envelope with that status
+ * - `truncated`: 200 with a body cut mid-JSON
+ * - `slow_<ms>`: waits before answering
+ * - `stall_stream`: streams one chunk, then goes silent
+ * - `break_stream`: streams two chunks, then drops the connection
+ * anything else answers normally (streaming when `stream: true`).
+ */
+export async function startFakeOpenAI(): Promise<FakeVendor> {
+  return startFakeVendor(async (req, res) => {
+    if (!req.url.startsWith('/v1/chat/completions')) {
+      return sendJson(res, 404, { error: { message: `Unknown request URL: POST ${req.url}`, type: 'invalid_request_error', param: null, code: 'unknown_url' } });
+    }
+    const body = JSON.parse(req.body.toString('utf8')) as { model: string; stream?: boolean; stream_options?: { include_usage?: boolean } };
+    const model = body.model;
+    const slow = /^slow_(\d+)$/.exec(model);
+    if (slow) await sleep(Number(slow[1]));
+    const err = /^error_(\d{3})$/.exec(model);
+    if (err) {
+      const status = Number(err[1]);
+      return sendJson(res, status, { error: { message: `scripted ${status}`, type: status === 429 ? 'rate_limit_exceeded' : 'invalid_request_error', param: null, code: status === 401 ? 'invalid_api_key' : null } }, status === 429 ? { 'retry-after': '7' } : {});
+    }
+    if (model === 'truncated') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return void res.end('{"id":"chatcmpl-trunc","object":"chat.comp');
+    }
+    if (body.stream) return stream(req, res, model, body.stream_options?.include_usage === true);
+    sendJson(res, 200, completion(model), { 'x-request-id': 'req_fake_openai', 'openai-processing-ms': '12' });
+  });
+}
+
+export function completion(model: string) {
+  return {
+    id: 'chatcmpl-fake123',
+    object: 'chat.completion',
+    created: 1_700_000_000,
+    model,
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the fake.', refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17, prompt_tokens_details: { cached_tokens: 2 } },
+    system_fingerprint: 'fp_fake',
+  };
+}
+
+const chunk = (model: string, delta: Record<string, unknown>, finish: string | null = null) =>
+  `data: ${JSON.stringify({ id: 'chatcmpl-fake123', object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
+
+async function stream(_req: Recorded, res: ServerResponse, model: string, includeUsage: boolean): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  res.write(chunk(model, { role: 'assistant', content: '' }));
+  if (model === 'stall_stream') return; // never ends: the gateway's idle timer must close it
+  res.write(chunk(model, { content: 'Hello' }));
+  if (model === 'break_stream') {
+    res.socket?.destroy();
+    return;
+  }
+  for (const word of [' from', ' the', ' fake.']) res.write(chunk(model, { content: word }));
+  res.write(chunk(model, {}, 'stop'));
+  if (includeUsage) {
+    res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake123', object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage: { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 } })}\n\n`);
+  }
+  res.end('data: [DONE]\n\n');
+}

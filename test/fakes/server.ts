@@ -1,0 +1,68 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** A request exactly as a fake vendor received it. */
+export interface Recorded {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  rawHeaders: string[];
+  body: Buffer;
+}
+
+export type FakeHandler = (req: Recorded, res: ServerResponse) => void | Promise<void>;
+
+export interface FakeVendor {
+  origin: string;
+  port: number;
+  /** every request received, in order */
+  received: Recorded[];
+  /** raw bytes of every connection, for smuggling checks */
+  rawConnections: Buffer[][];
+  close(): Promise<void>;
+}
+
+/** A loopback HTTP server that records what it receives and answers through `handler`. */
+export async function startFakeVendor(handler: FakeHandler): Promise<FakeVendor> {
+  const received: Recorded[] = [];
+  const rawConnections: Buffer[][] = [];
+  const server: Server = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      const rec: Recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.concat(parts) };
+      received.push(rec);
+      Promise.resolve(handler(rec, res)).catch((err: unknown) => {
+        res.statusCode = 500;
+        res.end(String(err));
+      });
+    });
+  });
+  server.on('connection', (socket) => {
+    const chunks: Buffer[] = [];
+    rawConnections.push(chunks);
+    socket.on('data', (c: Buffer) => chunks.push(c));
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    port,
+    received,
+    rawConnections,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
