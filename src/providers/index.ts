@@ -1,10 +1,12 @@
 import type { Location, ProviderAdapter } from './adapter.js';
+import { genvendorVertex } from './genvendor-vertex.js';
 import { openai } from './openai.js';
 import type { ProviderId } from './types.js';
 
 /** THE provider table: one adapter per vendor. */
 const ADAPTERS: Partial<Record<ProviderId, ProviderAdapter>> = {
   openai,
+  genvendor_vertex: genvendorVertex,
 };
 
 export type OriginOverrides = Partial<Record<ProviderId, string>>;
