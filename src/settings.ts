@@ -21,6 +21,9 @@ export const SettingsSchema = Type.Object({
   GW_ADMIN_KEY: Type.Optional(Type.String({ minLength: 16 })),
   GW_CONFIG_SECRET: Type.Optional(Type.String({ minLength: 16 })),
   GW_SECRETS_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$', description: '32 bytes, base64' })),
+  GW_SECRETS_KEY_PREVIOUS: Type.Optional(
+    Type.String({ pattern: '^[A-Za-z0-9+/]{43}=(,[A-Za-z0-9+/]{43}=)*$', description: 'comma-separated keys rotated out: still open stored secrets, which are resealed under GW_SECRETS_KEY at start' }),
+  ),
   GW_BOOTSTRAP: Type.Optional(Type.String({ minLength: 1 })),
   GW_UPSTREAM_OPENAI: Origin('origin override for openai'),
   GW_UPSTREAM_CLOUDX: Origin('origin override for cloudx (every resource)'),
