@@ -36,8 +36,8 @@ export interface RelayPlan {
   provider: ProviderId;
   location?: Location;
   model: string | undefined;
-  /** the vendor's path and query */
-  path: string;
+  /** the vendor's path and query; a function when it depends on the resolved location (a stored key's project or region) */
+  path: string | ((location: Location) => string);
   body: Buffer;
   /** caller headers that go upstream although they are normally dropped */
   keepHeaders?: readonly string[];
@@ -82,7 +82,7 @@ export class Pipeline {
     const location = { ...storedLocation, ...plan.location };
     const unsigned: UpstreamRequest = {
       origin: providers.origin(plan.provider, location),
-      path: plan.path,
+      path: typeof plan.path === 'string' ? plan.path : plan.path(location),
       method: 'POST',
       headers: forwardHeaders(req.headers, plan.keepHeaders),
       body: plan.body,

@@ -1,4 +1,5 @@
-import type { ProviderAdapter } from './adapter.js';
+import { GatewayError } from '../errors.js';
+import type { Location, ProviderAdapter } from './adapter.js';
 import type { StreamUsageReader, Usage } from './types.js';
 import { generateContentStreamUsage, generateContentUsage } from './usage/generate-content.js';
 import { messagesStreamUsage, messagesUsage } from './usage/messages.js';
@@ -31,4 +32,24 @@ export const genvendorVertex: ProviderAdapter = {
 /** Vertex path of a model under a publisher, e.g. `…/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict` */
 export function vertexModelPath(project: string, location: string, publisher: 'google' | 'anthropic', model: string, method: string): string {
   return `/v1/projects/${encodeURIComponent(project)}/locations/${encodeURIComponent(location)}/publishers/${publisher}/models/${model}:${method}`;
+}
+
+/** GCP project ids: 6-30 of lowercase letters, digits and hyphens, starting with a letter (or a project number). */
+const PROJECT_ID = /^(?:[a-z][a-z0-9-]{4,28}[a-z0-9]|[0-9]{1,20})$/;
+/** `global`, or a region such as `us-central1`, `europe-west4`, `northamerica-northeast1` */
+const VERTEX_LOCATION = /^(?:global|[a-z]{2,}-[a-z]+[0-9]{1,2})$/;
+
+/**
+ * The project and location a Vertex call goes to, checked so a caller-supplied
+ * value can only name a Vertex host and path, never another origin (no SSRF).
+ * Location defaults to `global`; a missing project is a 400.
+ */
+export function vertexTarget(loc: Location): { project: string; location: string } {
+  const { project, location = 'global' } = loc;
+  if (project === undefined || project === '') {
+    throw new GatewayError('request_error', 'genvendor_vertex needs a project: send x-gw-vertex-project or store one with the vertex key', { fields: { field: 'x-gw-vertex-project' } });
+  }
+  if (!PROJECT_ID.test(project)) throw new GatewayError('request_error', `not a Vertex project id: ${JSON.stringify(project)}`, { fields: { field: 'x-gw-vertex-project' } });
+  if (!VERTEX_LOCATION.test(location)) throw new GatewayError('request_error', `not a Vertex location: ${JSON.stringify(location)}`, { fields: { field: 'x-gw-vertex-location' } });
+  return { project, location };
 }
