@@ -65,9 +65,10 @@ export function relay(
     const timeOut = (reason: 'idle' | 'deadline', message: string) => {
       deps.metrics.streamTimeouts.inc({ reason });
       const err = new GatewayError('gateway_timeout', message);
-      call.abort(err);
       res.fail(err);
       settle({ status, usage: reader.usage(), error: err });
+      // after settling, so the abort's own error callback finds the exchange already ended
+      call.abort(err);
     };
 
     const call = deps.upstream.dispatch(request, {

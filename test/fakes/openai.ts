@@ -55,6 +55,8 @@ async function stream(_req: Recorded, res: ServerResponse, model: string, includ
   if (model === 'stall_stream') return; // never ends: the gateway's idle timer must close it
   res.write(chunk(model, { content: 'Hello' }));
   if (model === 'break_stream') {
+    // let the events reach the wire first: destroy() discards unflushed writes
+    await sleep(50);
     res.socket?.destroy();
     return;
   }

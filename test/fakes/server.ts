@@ -8,6 +8,8 @@ export interface Recorded {
   headers: IncomingMessage['headers'];
   rawHeaders: string[];
   body: Buffer;
+  /** set when the caller closed the connection before the response ended (an abort reached the vendor) */
+  interrupted?: boolean;
 }
 
 export type FakeHandler = (req: Recorded, res: ServerResponse) => void | Promise<void>;
@@ -32,6 +34,9 @@ export async function startFakeVendor(handler: FakeHandler): Promise<FakeVendor>
     req.on('end', () => {
       const rec: Recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.concat(parts) };
       received.push(rec);
+      res.on('close', () => {
+        if (!res.writableEnded) rec.interrupted = true;
+      });
       Promise.resolve(handler(rec, res)).catch((err: unknown) => {
         res.statusCode = 500;
         res.end(String(err));

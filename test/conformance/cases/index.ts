@@ -1,0 +1,7 @@
+import type { ConformanceCase } from '../harness.js';
+import { openaiCase } from './openai.js';
+
+/** Every provider row of the conformance suite: one line per row. */
+export const CASES: readonly ConformanceCase[] = [
+  openaiCase,
+];

@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { startFakeOpenAI } from '../../fakes/openai.js';
+import { sseData, type CallKind, type ConformanceCase } from '../harness.js';
+
+const MODEL: Record<CallKind, string> = {
+  ok: 'gpt-4o',
+  stream: 'gpt-4o',
+  vendor_error: 'error_429',
+  truncated: 'truncated',
+  stall: 'stall_stream',
+  broken: 'break_stream',
+};
+
+/** `{error:{type}}` as a JSON body or as a chat-completions stream's terminal `data:` event */
+const sharedErrorType = (body: unknown): string | undefined => ((body as { error?: { type?: string } } | undefined)?.error?.type);
+
+export const openaiCase: ConformanceCase = {
+  name: 'openai (chat-completions)',
+  startFake: startFakeOpenAI,
+  env: (fake) => ({ GW_UPSTREAM_OPENAI: fake.origin }),
+  call: (kind, devKey) => ({
+    path: '/v1/chat/completions',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${devKey}`, 'x-gw-provider-key': 'sk-conformance' },
+    body: JSON.stringify({ model: MODEL[kind], messages: [{ role: 'user', content: 'hi' }], ...(kind === 'stream' || kind === 'stall' || kind === 'broken' ? { stream: true } : {}) }),
+  }),
+  upstreamCredential: ['authorization', 'Bearer sk-conformance'],
+  checkReply(reply) {
+    assert.equal((reply as { object?: string }).object, 'chat.completion');
+  },
+  stream: {
+    contentType: 'text/event-stream',
+    complete: (text) => text.trimEnd().endsWith('data: [DONE]'),
+    errorType: (text) => sseData(text).map(sharedErrorType).find((t) => t !== undefined),
+  },
+  vendorError: {
+    status: 429,
+    check(body) {
+      assert.deepEqual(body, { error: { message: 'scripted 429', type: 'rate_limit_exceeded', param: null, code: null } });
+    },
+  },
+  errorType: sharedErrorType,
+};
