@@ -67,6 +67,18 @@ export function createMetrics() {
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    spendCapStoreFailures: new Counter({
+      name: 'gw_spend_cap_store_failures_total',
+      help: 'Metering store calls that failed, by op; a failed reserve relays the call unmetered (fail-open)',
+      labelNames: ['op'] as const,
+      registers: [registry],
+    }),
+    rateLimitLeases: new Counter({
+      name: 'gw_rate_limit_lease_calls_total',
+      help: 'Token leases a replica asked of the shared rate-limit bucket, by result (ok, error)',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
     setPoolStatsSource(fn: () => PoolStats[]) {
       poolStats = fn;
     },
