@@ -1,0 +1,130 @@
+import { GatewayError } from '../errors.js';
+import type { GatewayRequest } from '../http/types.js';
+import type { RelayPlan } from '../pipeline/index.js';
+import { ADMITTED, type Admission, type PolicyStage } from '../pipeline/policy.js';
+import { refillAndTake, type MeterStore, type TokenBucketSpec } from '../stores/meter.js';
+import type { Logger } from '../telemetry/log.js';
+import type { Metrics } from '../telemetry/metrics.js';
+
+/** Leased tokens unused this long are dropped, so an idle replica cannot save up a burst. */
+export const LOCAL_TOKEN_TTL_MS = 1000;
+/** After a failed lease the replica limits on its own for this long before asking again. */
+const DEGRADED_MS = 1000;
+
+/** Tokens a replica leases at once: 50 ms of the cap (1 to 100). */
+export const leaseSize = (rps: number): number => Math.min(100, Math.max(1, Math.ceil(rps * 0.05)));
+
+/** The shared bucket: refilled at the cap, holding at most 100 ms of it (never less than one lease). */
+export const sharedBucket = (rps: number): TokenBucketSpec => ({ rate: rps, capacity: Math.max(leaseSize(rps), Math.ceil(rps / 10)) });
+
+/** What one replica holds for one org. */
+interface Allowance {
+  tokens: number;
+  leasedAt: number;
+  /** the shared bucket said it is empty until then: refuse locally, do not ask */
+  dryUntil: number;
+  pending: Promise<void> | undefined;
+  /** shared store unreachable until then: a local bucket at the full cap decides */
+  degradedUntil: number;
+  local: { tokens: number; at: number } | undefined;
+}
+
+export interface RateLimitOptions {
+  meter: MeterStore;
+  metrics: Metrics;
+  log: Logger;
+  clock?: () => number;
+}
+
+/**
+ * Per-org requests-per-second caps, shared by every replica without a store
+ * round trip per request: each replica leases small batches of tokens from a
+ * shared token bucket (one atomic script per lease) and answers from its
+ * local batch synchronously, topping it up in the background before it runs
+ * out. Only a replica whose batch is empty, and that has not been told the
+ * shared bucket is dry, waits for a lease. docs/operations.md "Rate limits"
+ * explains and measures the scheme.
+ */
+export class RateLimiter {
+  private readonly allowances = new Map<string, Allowance>();
+  private readonly clock: () => number;
+
+  constructor(private readonly opts: RateLimitOptions) {
+    this.clock = opts.clock ?? Date.now;
+  }
+
+  stage(): PolicyStage {
+    return { name: 'rate_limit', admit: (_req: GatewayRequest, plan: RelayPlan) => this.admit(plan.caller.org.org_id, plan.caller.org.rps_cap) };
+  }
+
+  /** Admits one request of `orgId`, or throws 429 rate_limited. */
+  admit(orgId: string, rps: number): Admission | Promise<Admission> {
+    const a = this.allowance(orgId);
+    const now = this.clock();
+    if (now < a.degradedUntil) return this.admitLocally(a, now, rps);
+    if (this.takeLocal(a, now)) {
+      if (a.tokens < leaseSize(rps) / 2 && now >= a.dryUntil) void this.lease(orgId, a, rps);
+      return ADMITTED;
+    }
+    if (now < a.dryUntil) throw rateLimited(a.dryUntil - now);
+    return this.lease(orgId, a, rps).then(() => {
+      const after = this.clock();
+      if (after < a.degradedUntil) return this.admitLocally(a, after, rps);
+      if (this.takeLocal(a, after)) return ADMITTED;
+      throw rateLimited(Math.max(a.dryUntil - after, 1000 / rps));
+    });
+  }
+
+  private takeLocal(a: Allowance, now: number): boolean {
+    if (now - a.leasedAt >= LOCAL_TOKEN_TTL_MS) a.tokens = 0;
+    if (a.tokens < 1) return false;
+    a.tokens -= 1;
+    return true;
+  }
+
+  /** One lease in flight per org and replica; every waiter shares it. */
+  private lease(orgId: string, a: Allowance, rps: number): Promise<void> {
+    a.pending ??= this.opts.meter
+      .take(orgId, leaseSize(rps), sharedBucket(rps))
+      .then(
+        (grant) => {
+          this.opts.metrics.rateLimitLeases.inc({ result: 'ok' });
+          const now = this.clock();
+          if (now - a.leasedAt >= LOCAL_TOKEN_TTL_MS) a.tokens = 0;
+          a.tokens += grant.granted;
+          a.leasedAt = now;
+          a.dryUntil = grant.waitMs > 0 ? now + grant.waitMs : 0;
+        },
+        (err: unknown) => {
+          this.opts.metrics.rateLimitLeases.inc({ result: 'error' });
+          this.opts.log.warn({ err: String(err), org_id: orgId }, 'rate limit: shared bucket unreachable; limiting on this replica alone');
+          a.degradedUntil = this.clock() + DEGRADED_MS;
+        },
+      )
+      .finally(() => {
+        a.pending = undefined;
+      });
+    return a.pending;
+  }
+
+  /** Fallback while the shared store is away: this replica alone at the full cap. */
+  private admitLocally(a: Allowance, now: number, rps: number): Admission {
+    const { state, grant } = refillAndTake(a.local, now, 1, { rate: rps, capacity: Math.max(1, rps) });
+    a.local = state;
+    if (grant.granted === 1) return ADMITTED;
+    throw rateLimited(grant.waitMs);
+  }
+
+  private allowance(orgId: string): Allowance {
+    let a = this.allowances.get(orgId);
+    if (!a) {
+      a = { tokens: 0, leasedAt: 0, dryUntil: 0, pending: undefined, degradedUntil: 0, local: undefined };
+      this.allowances.set(orgId, a);
+    }
+    return a;
+  }
+}
+
+function rateLimited(waitMs: number): GatewayError {
+  return new GatewayError('rate_limited', 'requests-per-second cap of the org exceeded', { retryAfterS: Math.max(1, Math.ceil(waitMs / 1000)) });
+}
