@@ -18,6 +18,13 @@ import { chatCompletionsRoutes } from './surfaces/chat-completions.js';
 import { SURFACES } from './surfaces/index.js';
 import { TenantAdmin } from './tenancy/admin.js';
 import { Directory } from './tenancy/directory.js';
+import { dedicatedTenantStage } from './tenancy/dedicated.js';
+import { RateLimiter } from './tenancy/rate-limit.js';
+import { residencyStage } from './tenancy/residency.js';
+import { SpendCaps } from './tenancy/spend-cap.js';
+import { EmbeddedMeterStore } from './stores/embedded/meter-store.js';
+import type { MeterStore } from './stores/meter.js';
+import { RedisMeterStore } from './stores/redis/meter-store.js';
 import { createLogger, type Logger } from './telemetry/log.js';
 import { createMetrics } from './telemetry/metrics.js';
 import { InspectorRing } from './telemetry/ring.js';
@@ -37,6 +44,10 @@ export interface StartOptions {
 
 function openStore(settings: Settings): DocStore {
   return settings.GW_REDIS_URL ? new RedisDocStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : new EmbeddedDocStore(settings.GW_DATA_DIR);
+}
+
+function openMeter(settings: Settings): MeterStore {
+  return settings.GW_REDIS_URL ? new RedisMeterStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : new EmbeddedMeterStore();
 }
 
 function originOverrides(s: Settings): OriginOverrides {
@@ -68,6 +79,10 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
   const upstream = new Upstream({ connectionsPerOrigin: settings.GW_UPSTREAM_CONNECTIONS, headersTimeoutMs: settings.GW_REQUEST_DEADLINE_S * 1000 });
   metrics.setPoolStatsSource(() => upstream.stats());
   const ring = new InspectorRing(100);
+  const meter = openMeter(settings);
+  await meter.start();
+  const spendCaps = new SpendCaps({ docs: store, meter, metrics, log });
+  const rateLimiter = new RateLimiter({ meter, metrics, log });
   const pipeline = new Pipeline({
     directory,
     providers,
@@ -77,7 +92,12 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     ring,
     limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
     storedKeys: NO_STORED_KEYS,
-    policy: [],
+    policy: [
+      ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
+      ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
+      rateLimiter.stage(),
+      spendCaps.stage(),
+    ],
   });
 
   let inFlight = () => 0;
@@ -125,6 +145,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       while (front.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       await upstream.close().catch(() => undefined);
       await store.close();
+      spendCaps.close();
+      await meter.close();
       metrics.loopDelay.disable();
       log.flush();
     },
