@@ -15,6 +15,8 @@ import { redisKeys } from './stores/redis/prefixes.js';
 import { NO_STORED_KEYS } from './pipeline/credentials.js';
 import type { DocStore } from './stores/types.js';
 import { chatCompletionsRoutes } from './surfaces/chat-completions.js';
+import { converseRoutes } from './surfaces/converse.js';
+import { generateContentRoutes } from './surfaces/generate-content.js';
 import { SURFACES } from './surfaces/index.js';
 import { TenantAdmin } from './tenancy/admin.js';
 import { Directory } from './tenancy/directory.js';
@@ -122,6 +124,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     ),
     ...adminRoutes(admin, settings.GW_ADMIN_KEY),
     ...chatCompletionsRoutes(pipeline),
+    ...generateContentRoutes(pipeline),
+    ...converseRoutes(pipeline),
   ];
   const front = createFront({
     uws,

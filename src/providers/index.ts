@@ -1,4 +1,6 @@
 import type { Location, ProviderAdapter } from './adapter.js';
+import { cloudy } from './cloudy.js';
+import { genvendor } from './genvendor.js';
 import { genvendorVertex } from './genvendor-vertex.js';
 import { openai } from './openai.js';
 import type { ProviderId } from './types.js';
@@ -6,7 +8,9 @@ import type { ProviderId } from './types.js';
 /** THE provider table: one adapter per vendor. */
 const ADAPTERS: Partial<Record<ProviderId, ProviderAdapter>> = {
   openai,
+  genvendor,
   genvendor_vertex: genvendorVertex,
+  cloudy,
 };
 
 export type OriginOverrides = Partial<Record<ProviderId, string>>;

@@ -1,5 +1,6 @@
 import type { GatewayError } from '../errors.js';
 import type { ErrorRenderer, HeaderList } from '../http/types.js';
+import { exceptionFrame } from '../providers/eventstream.js';
 
 /** The error object every envelope shares: message, type, code (SPEC Errors). */
 const errorObject = (err: GatewayError, type: string = err.type): Record<string, unknown> => ({
@@ -19,4 +20,63 @@ const json = (err: GatewayError, body: unknown, headers: HeaderList = []) => ({
 export const sharedEnvelope: ErrorRenderer = {
   renderError: (err) => json(err, { error: errorObject(err) }),
   renderStreamError: (err) => `data: ${JSON.stringify({ error: errorObject(err) })}\n\n`,
+};
+
+/** google.rpc status names by HTTP status, as the generate-content SDKs read them */
+const GOOGLE_STATUS: Readonly<Record<number, string>> = {
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  402: 'FAILED_PRECONDITION',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  405: 'UNIMPLEMENTED',
+  409: 'ABORTED',
+  413: 'INVALID_ARGUMENT',
+  429: 'RESOURCE_EXHAUSTED',
+  451: 'PERMISSION_DENIED',
+  500: 'INTERNAL',
+  501: 'UNIMPLEMENTED',
+  502: 'UNAVAILABLE',
+  503: 'UNAVAILABLE',
+  504: 'DEADLINE_EXCEEDED',
+  507: 'RESOURCE_EXHAUSTED',
+};
+const googleError = (err: GatewayError) => ({ error: { ...errorObject(err), status: GOOGLE_STATUS[err.status] ?? (err.status < 500 ? 'FAILED_PRECONDITION' : 'INTERNAL') } });
+
+/**
+ * Google's `{error:{code,message,status}}` (gateway_timeout is DEADLINE_EXCEEDED,
+ * overloaded UNAVAILABLE) plus the shared `type`; mid-stream, one SSE event carrying it.
+ */
+export const generateContentEnvelope: ErrorRenderer = {
+  renderError: (err) => json(err, googleError(err)),
+  renderStreamError: (err) => `data: ${JSON.stringify(googleError(err))}\r\n\r\n`,
+};
+
+/** AWS error names by HTTP status, as the Bedrock SDK reads them from x-amzn-errortype */
+const AWS_ERROR: Readonly<Record<number, string>> = {
+  400: 'ValidationException',
+  401: 'UnrecognizedClientException',
+  402: 'AccessDeniedException',
+  403: 'AccessDeniedException',
+  404: 'ResourceNotFoundException',
+  409: 'ConflictException',
+  429: 'ThrottlingException',
+  451: 'AccessDeniedException',
+  503: 'ServiceUnavailableException',
+  504: 'ModelTimeoutException',
+};
+const awsErrorName = (err: GatewayError): string => AWS_ERROR[err.status] ?? (err.status < 500 ? 'ValidationException' : 'InternalServerException');
+
+/**
+ * The AWS restJson error: `x-amzn-errortype` names it (gateway_timeout is
+ * ModelTimeoutException, overloaded ServiceUnavailableException) and the body
+ * carries `message` beside the shared `type` and `code`. Mid-stream, one
+ * event-stream exception frame whose `:exception-type` is that name as a stream member.
+ */
+export const converseEnvelope: ErrorRenderer = {
+  renderError: (err) => json(err, errorObject(err), [['x-amzn-errortype', awsErrorName(err)]]),
+  renderStreamError: (err) => {
+    const name = awsErrorName(err);
+    return exceptionFrame(name.charAt(0).toLowerCase() + name.slice(1), JSON.stringify(errorObject(err)));
+  },
 };

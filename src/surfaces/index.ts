@@ -1,6 +1,6 @@
 import type { ErrorRenderer } from '../http/types.js';
-import { BEARER, type KeyCarrier } from './carriers.js';
-import { sharedEnvelope } from './envelopes.js';
+import { BEARER, GOOG_API_KEY, QUERY_KEY, type KeyCarrier } from './carriers.js';
+import { converseEnvelope, generateContentEnvelope, sharedEnvelope } from './envelopes.js';
 
 export interface Surface extends ErrorRenderer {
   readonly id: string;
@@ -13,6 +13,8 @@ const surface = (id: string, carriers: readonly KeyCarrier[], envelope: ErrorRen
 /** THE surface table: id, key carriers and error envelope of every surface. */
 export const SURFACES = {
   chat_completions: surface('chat_completions', [BEARER], sharedEnvelope),
+  generate_content: surface('generate_content', [GOOG_API_KEY, QUERY_KEY, BEARER], generateContentEnvelope),
+  converse: surface('converse', [BEARER], converseEnvelope),
   /** configuration, admin and telemetry routes */
   api: surface('api', [BEARER], sharedEnvelope),
   /** unauthenticated reads: health, models, metrics; also the envelope of unmatched paths */

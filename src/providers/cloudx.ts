@@ -1,0 +1,60 @@
+import { GatewayError } from '../errors.js';
+import type { ProviderAdapter } from './adapter.js';
+import { openai } from './openai.js';
+
+/** Azure OpenAI resource hosts (CONTRACT §4): one DNS label under either service domain. */
+const RESOURCE_HOST = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\.(?:openai\.azure\.com|cognitiveservices\.azure\.com)$/;
+
+/**
+ * The resource origin named by `value` (a caller's x-gw-azure-endpoint or a
+ * stored key's endpoint), or a 400: only `https://<resource>.openai.azure.com`
+ * and `https://<resource>.cognitiveservices.azure.com`, with no port, userinfo,
+ * path beyond `/`, query or fragment, so the gateway never becomes an open proxy.
+ */
+export function cloudxEndpoint(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw notAllowed(value);
+  }
+  const host = url.hostname.toLowerCase();
+  const clean =
+    url.protocol === 'https:' &&
+    url.username === '' &&
+    url.password === '' &&
+    url.port === '' &&
+    (url.pathname === '/' || url.pathname === '') &&
+    url.search === '' &&
+    url.hash === '' &&
+    RESOURCE_HOST.test(host) &&
+    // the URL parser forgives backslashes, tabs and the like; the raw value must already be the clean origin
+    /^https:\/\/[A-Za-z0-9.-]+\/?$/.test(value);
+  if (!clean) throw notAllowed(value);
+  return `https://${host}`;
+}
+
+const notAllowed = (value: string) =>
+  new GatewayError('request_error', `not an Azure OpenAI resource endpoint: ${JSON.stringify(value.slice(0, 200))} (https://<resource>.openai.azure.com or https://<resource>.cognitiveservices.azure.com)`, {
+    fields: { field: 'x-gw-azure-endpoint' },
+  });
+
+/**
+ * Azure OpenAI: the OpenAI wire format on a per-resource origin. A directory
+ * (Entra) token rides as `Authorization: Bearer`, a resource key as `api-key`.
+ */
+export const cloudx: ProviderAdapter = {
+  id: 'cloudx',
+  publicOrigin(loc) {
+    if (loc.endpoint === undefined || loc.endpoint === '') {
+      throw new GatewayError('request_error', 'no Azure OpenAI resource: send x-gw-azure-endpoint or store the key with its endpoint', { fields: { field: 'x-gw-azure-endpoint' } });
+    }
+    return cloudxEndpoint(loc.endpoint);
+  },
+  authorize(req, cred) {
+    const header: Record<string, string> = cred.scheme === 'bearer' ? { authorization: `Bearer ${cred.secret}` } : { 'api-key': cred.secret };
+    return { ...req, headers: { ...req.headers, ...header } };
+  },
+  usageFromJson: openai.usageFromJson,
+  streamUsage: openai.streamUsage,
+};

@@ -1,0 +1,62 @@
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { HttpRequest } from '@smithy/protocol-http';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { GatewayError } from '../errors.js';
+import type { ProviderAdapter } from './adapter.js';
+import type { UpstreamRequest } from './types.js';
+import { converseStreamUsage, converseUsage } from './usage/converse.js';
+
+export const DEFAULT_AWS_REGION = 'us-east-1';
+
+/** us-east-1, eu-central-1, ap-southeast-2, us-gov-west-1 …: only ever a label inside the Bedrock hostname */
+const AWS_REGION = /^[a-z]{2}(?:-[a-z]+)+-[0-9]{1,2}$/;
+export const isAwsRegion = (region: string): boolean => AWS_REGION.test(region);
+
+/** ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]; access key ids are upper-case alphanumerics */
+const ACCESS_KEY_PAIR = /^[A-Z0-9]{16,128}:[^:\s]+(?::[^:\s]+)?$/;
+export const isAccessKeyPair = (secret: string): boolean => ACCESS_KEY_PAIR.test(secret);
+
+/** Caller headers that belong to a signature of the caller's own and must not leak into ours. */
+const CALLER_SIGNING_HEADERS = ['authorization', 'x-amz-date', 'x-amz-security-token', 'x-amz-content-sha256'];
+
+/** The Bedrock path segment of a model id, encoded as the AWS SDKs encode it (`:` as %3A, an ARN's `/` as %2F). */
+export const encodeModelId = (modelId: string): string => encodeURIComponent(modelId).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+async function signV4(req: UpstreamRequest, secret: string, region: string): Promise<UpstreamRequest> {
+  const [accessKeyId = '', secretAccessKey = '', sessionToken] = secret.split(':');
+  const url = new URL(req.origin);
+  const headers: Record<string, string> = { ...req.headers, host: url.host };
+  for (const h of CALLER_SIGNING_HEADERS) delete headers[h];
+  const q = req.path.indexOf('?');
+  const signer = new SignatureV4({ service: 'bedrock', region, credentials: { accessKeyId, secretAccessKey, sessionToken }, sha256: Sha256 });
+  const signed = await signer.sign(
+    new HttpRequest({
+      method: req.method,
+      protocol: url.protocol,
+      hostname: url.hostname,
+      port: url.port === '' ? undefined : Number(url.port),
+      path: q === -1 ? req.path : req.path.slice(0, q),
+      query: q === -1 ? {} : Object.fromEntries(new URLSearchParams(req.path.slice(q + 1))),
+      headers,
+      body: req.body,
+    }),
+  );
+  return { ...req, headers: signed.headers };
+}
+
+/**
+ * Bedrock Runtime: `https://bedrock-runtime.{region}.amazonaws.com`. The
+ * cloud's API key rides as a bearer; an access-key pair signs the request
+ * with SigV4 (service `bedrock`).
+ */
+export const cloudy: ProviderAdapter = {
+  id: 'cloudy',
+  publicOrigin: (loc) => `https://bedrock-runtime.${loc.region ?? DEFAULT_AWS_REGION}.amazonaws.com`,
+  authorize(req, cred, loc) {
+    if (isAccessKeyPair(cred.secret)) return signV4(req, cred.secret, loc.region ?? DEFAULT_AWS_REGION);
+    if (cred.scheme === 'aws_sigv4') throw new GatewayError('request_error', 'the cloudy access-key pair must read ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]');
+    return { ...req, headers: { ...req.headers, authorization: `Bearer ${cred.secret}` } };
+  },
+  usageFromJson: converseUsage,
+  streamUsage: converseStreamUsage,
+};

@@ -1,0 +1,17 @@
+import type { ProviderAdapter } from './adapter.js';
+import { generateContentStreamUsage, generateContentUsage } from './usage/generate-content.js';
+
+/**
+ * The Gemini developer API (generativelanguage). An API key rides on
+ * `x-goog-api-key`; a caller's OAuth bearer token passes as a bearer.
+ */
+export const genvendor: ProviderAdapter = {
+  id: 'genvendor',
+  publicOrigin: () => 'https://generativelanguage.googleapis.com',
+  authorize(req, cred) {
+    const auth: Record<string, string> = cred.scheme === 'bearer' ? { authorization: `Bearer ${cred.secret}` } : { 'x-goog-api-key': cred.secret };
+    return { ...req, headers: { ...req.headers, ...auth } };
+  },
+  usageFromJson: generateContentUsage,
+  streamUsage: generateContentStreamUsage,
+};

@@ -1,0 +1,99 @@
+import { countTokens } from 'gpt-tokenizer';
+import { GatewayError } from '../errors.js';
+import type { HeaderList, ResponseSink, Route } from '../http/types.js';
+import type { Pipeline } from '../pipeline/index.js';
+import { SURFACES } from './index.js';
+import { messagesTarget } from './messages.js';
+
+const surface = SURFACES.count_tokens;
+const SOURCE = 'x-gw-token-count-source';
+
+/** Anthropic's documented ceiling for one image (about width × height / 750, capped near 1,600). */
+const IMAGE_TOKENS = 1_600;
+/** Role markers and block framing per message, and the request's own framing. */
+const PER_MESSAGE = 4;
+const PER_REQUEST = 8;
+const ANY_TEXT = { disallowedSpecial: new Set<string>() };
+
+const tokens = (text: string): number => (text === '' ? 0 : countTokens(text, ANY_TEXT));
+
+/** Tokens of one content value: a string, or an array of blocks. */
+function contentTokens(content: unknown): number {
+  if (typeof content === 'string') return tokens(content);
+  if (!Array.isArray(content)) return 0;
+  let n = 0;
+  for (const block of content as Array<Record<string, unknown>>) {
+    if (typeof block !== 'object' || block === null) continue;
+    switch (block['type']) {
+      case 'text':
+        n += tokens(String(block['text'] ?? ''));
+        break;
+      case 'thinking':
+        n += tokens(String(block['thinking'] ?? ''));
+        break;
+      case 'tool_use':
+        n += tokens(String(block['name'] ?? '')) + tokens(JSON.stringify(block['input'] ?? {}));
+        break;
+      case 'tool_result':
+        n += contentTokens(block['content']);
+        break;
+      case 'image':
+      case 'document':
+        n += IMAGE_TOKENS;
+        break;
+      default:
+        n += tokens(JSON.stringify(block));
+    }
+  }
+  return n;
+}
+
+/**
+ * A local estimate of a messages request's input tokens, for when no vendor
+ * credential exists to ask the vendor: a BPE tokenizer over the text the
+ * model would read (system, messages, tool definitions), not a character ratio.
+ */
+export function estimateInputTokens(body: Record<string, unknown>): number {
+  let n = PER_REQUEST + contentTokens(body['system']);
+  const messages = Array.isArray(body['messages']) ? (body['messages'] as Array<Record<string, unknown>>) : [];
+  for (const m of messages) n += PER_MESSAGE + contentTokens(m?.['content']);
+  if (Array.isArray(body['tools'])) n += tokens(JSON.stringify(body['tools']));
+  return n;
+}
+
+function answerEstimate(res: ResponseSink, body: Buffer): void {
+  const parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+  const headers: HeaderList = [
+    ['content-type', 'application/json'],
+    [SOURCE, 'local_estimate'],
+  ];
+  res.send(200, headers, JSON.stringify({ input_tokens: estimateInputTokens(parsed) }));
+}
+
+/**
+ * POST /msgvendor/v1/messages/count_tokens: relayed to the vendor (or Vertex)
+ * with the call's credential; only when no vendor credential exists at all,
+ * pass-through or stored, a local estimate answers, marked as such.
+ */
+export function countTokensRoutes(pipeline: Pipeline): Route[] {
+  return [
+    {
+      method: 'POST',
+      path: '/msgvendor/v1/messages/count_tokens',
+      surface,
+      async handler(req, res) {
+        const { caller, presented } = pipeline.authenticate(req, surface);
+        const target = messagesTarget(req, '/v1/messages/count_tokens', 'count_tokens');
+        const marker: [string, string] = [SOURCE, 'vendor'];
+        res.extraHeaders.push(marker);
+        try {
+          await pipeline.relay(req, res, { surface, caller, presented, ...target });
+        } catch (err) {
+          if (!(err instanceof GatewayError && err.type === 'onboarding_incomplete') || res.started) throw err;
+          res.extraHeaders.splice(res.extraHeaders.indexOf(marker), 1);
+          answerEstimate(res, req.body);
+        }
+      },
+    },
+  ];
+}

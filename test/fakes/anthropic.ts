@@ -1,0 +1,108 @@
+import type { ServerResponse } from 'node:http';
+import { sendJson, sleep, startFakeVendor, type FakeVendor } from './server.js';
+
+/**
+ * A fake Anthropic Messages API, also answering Claude on Vertex
+ * (`/v1/projects/{p}/locations/{l}/publishers/anthropic/models/{model}:rawPredict`,
+ * `:streamRawPredict`, and the `count-tokens` model). Wire format as the vendor
+ * sends it: the message object, SSE named events, `{type:"error", error:{…}}`.
+ * Behaviour is scripted by the model name:
+ * - `error_<status>`: the vendor's error envelope with that status
+ * - `truncated`: 200 with a body cut mid-JSON
+ * - `stall_stream`: sends message_start, then goes silent
+ * - `break_stream`: sends a few events, then drops the connection
+ * - `overloaded_stream`: a stream that ends with the vendor's `overloaded_error` event
+ * anything else answers normally (streaming when `stream: true` or on `:streamRawPredict`),
+ * with a thinking block (and its signature) when the request asks for thinking.
+ */
+export function startFakeAnthropic(): Promise<FakeVendor> {
+  return startFakeVendor(async (req, res) => {
+    const url = new URL(req.url, 'http://fake');
+    const vertex = /^\/v1\/projects\/[^/]+\/locations\/[^/]+\/publishers\/anthropic\/models\/([^/:]+):(rawPredict|streamRawPredict)$/.exec(url.pathname);
+    const body = JSON.parse(req.body.toString('utf8')) as { model?: string; stream?: boolean; thinking?: { type: string } };
+    const countTokens = url.pathname === '/v1/messages/count_tokens' || vertex?.[1] === 'count-tokens';
+    if (!vertex && url.pathname !== '/v1/messages' && !countTokens) {
+      return vendorError(res, 404, 'not_found_error', `Not found: ${url.pathname}`);
+    }
+    const model = vertex && !countTokens ? decodeURIComponent(vertex[1] as string) : (body.model ?? '');
+    const err = /^error_(\d{3})$/.exec(model);
+    if (err) {
+      const status = Number(err[1]);
+      return vendorError(res, status, ERROR_TYPES[status] ?? 'api_error', `scripted ${status}`);
+    }
+    if (model === 'truncated') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return void res.end('{"id":"msg_trunc","type":"mess');
+    }
+    if (countTokens) return sendJson(res, 200, { input_tokens: 42 }, { 'request-id': 'req_fake_count' });
+    const thinking = body.thinking?.type === 'enabled';
+    if (body.stream || vertex?.[2] === 'streamRawPredict') return stream(res, model, thinking);
+    sendJson(res, 200, message(model, thinking), { 'request-id': 'req_fake_anthropic', 'anthropic-organization-id': 'org-fake' });
+  });
+}
+
+const ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  529: 'overloaded_error',
+};
+
+export function vendorError(res: ServerResponse, status: number, type: string, message: string): void {
+  sendJson(res, status, { type: 'error', error: { type, message }, request_id: 'req_fake_error' }, { 'request-id': 'req_fake_error', ...(status === 429 ? { 'retry-after': '7' } : {}) });
+}
+
+export const SIGNATURE = 'EqQBCkYIBxgCKkBfakeSignatureOfTheThinkingBlock==';
+export const THINKING = 'Let me think about this.';
+export const TEXT = 'Hello from the fake.';
+
+const usage = { input_tokens: 21, cache_creation_input_tokens: 0, cache_read_input_tokens: 4, output_tokens: 9 };
+
+export function message(model: string, thinking: boolean) {
+  return {
+    id: 'msg_fake123',
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [...(thinking ? [{ type: 'thinking', thinking: THINKING, signature: SIGNATURE }] : []), { type: 'text', text: TEXT }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage,
+  };
+}
+
+async function stream(res: ServerResponse, model: string, thinking: boolean): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'request-id': 'req_fake_stream' });
+  const send = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  send('message_start', { message: { ...message(model, false), content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } });
+  if (model === 'stall_stream') return;
+  let index = 0;
+  if (thinking) {
+    send('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } });
+    send('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: THINKING } });
+    send('content_block_delta', { index, delta: { type: 'signature_delta', signature: SIGNATURE } });
+    send('content_block_stop', { index });
+    index++;
+  }
+  send('content_block_start', { index, content_block: { type: 'text', text: '' } });
+  send('ping', {});
+  send('content_block_delta', { index, delta: { type: 'text_delta', text: 'Hello' } });
+  if (model === 'break_stream') {
+    await sleep(15);
+    res.socket?.destroy();
+    return;
+  }
+  if (model === 'overloaded_stream') {
+    send('error', { error: { type: 'overloaded_error', message: 'Overloaded' } });
+    return void res.end();
+  }
+  send('content_block_delta', { index, delta: { type: 'text_delta', text: ' from the fake.' } });
+  send('content_block_stop', { index });
+  send('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 9 } });
+  send('message_stop', {});
+  res.end();
+}
