@@ -17,7 +17,12 @@ import type { DocStore } from './stores/types.js';
 import { chatCompletionsRoutes } from './surfaces/chat-completions.js';
 import { converseRoutes } from './surfaces/converse.js';
 import { generateContentRoutes } from './surfaces/generate-content.js';
+import { cloudxRoutes } from './surfaces/cloudx.js';
+import { countTokensRoutes } from './surfaces/count-tokens.js';
 import { SURFACES } from './surfaces/index.js';
+import { messagesRoutes } from './surfaces/messages.js';
+import { parityRelayRoutes } from './surfaces/parity-relay.js';
+import { responsesRoutes } from './surfaces/responses.js';
 import { TenantAdmin } from './tenancy/admin.js';
 import { Directory } from './tenancy/directory.js';
 import { dedicatedTenantStage } from './tenancy/dedicated.js';
@@ -124,6 +129,11 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     ),
     ...adminRoutes(admin, settings.GW_ADMIN_KEY),
     ...chatCompletionsRoutes(pipeline),
+    ...responsesRoutes(pipeline),
+    ...cloudxRoutes(pipeline),
+    ...messagesRoutes(pipeline),
+    ...countTokensRoutes(pipeline),
+    ...parityRelayRoutes(pipeline),
     ...generateContentRoutes(pipeline),
     ...converseRoutes(pipeline),
   ];

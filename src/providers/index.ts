@@ -1,7 +1,9 @@
 import type { Location, ProviderAdapter } from './adapter.js';
+import { cloudx } from './cloudx.js';
 import { cloudy } from './cloudy.js';
 import { genvendor } from './genvendor.js';
 import { genvendorVertex } from './genvendor-vertex.js';
+import { msgvendor } from './msgvendor.js';
 import { openai } from './openai.js';
 import type { ProviderId } from './types.js';
 
@@ -11,6 +13,8 @@ const ADAPTERS: Partial<Record<ProviderId, ProviderAdapter>> = {
   genvendor,
   genvendor_vertex: genvendorVertex,
   cloudy,
+  cloudx,
+  msgvendor,
 };
 
 export type OriginOverrides = Partial<Record<ProviderId, string>>;

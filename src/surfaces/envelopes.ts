@@ -80,3 +80,25 @@ export const converseEnvelope: ErrorRenderer = {
     return exceptionFrame(name.charAt(0).toLowerCase() + name.slice(1), JSON.stringify(errorObject(err)));
   },
 };
+
+/** The messages surfaces' own names for the overload and timeout envelopes (SPEC Errors). */
+const MESSAGES_TYPES: Partial<Record<GatewayError['type'], string>> = { overloaded: 'overloaded_error', gateway_timeout: 'api_error' };
+
+/**
+ * Messages API shape `{type:"error", error:{type, message, code}}`; mid-stream,
+ * the vendor's own `event: error` carrying the gateway's type.
+ */
+export const messagesEnvelope: ErrorRenderer = {
+  renderError: (err) => json(err, { type: 'error', error: errorObject(err, MESSAGES_TYPES[err.type] ?? err.type) }),
+  renderStreamError: (err) => `event: error\ndata: ${JSON.stringify({ type: 'error', error: errorObject(err) })}\n\n`,
+};
+
+/**
+ * Responses API: the shared envelope before the status line; mid-stream, the
+ * API's own `error` event (`{type:"error", code, message, param}`) with the
+ * gateway's type as its code.
+ */
+export const responsesEnvelope: ErrorRenderer = {
+  renderError: sharedEnvelope.renderError,
+  renderStreamError: (err) => `event: error\ndata: ${JSON.stringify({ type: 'error', code: err.type, message: err.message, param: null })}\n\n`,
+};

@@ -1,11 +1,13 @@
 import type { ErrorRenderer } from '../http/types.js';
-import { BEARER, GOOG_API_KEY, QUERY_KEY, type KeyCarrier } from './carriers.js';
-import { converseEnvelope, generateContentEnvelope, sharedEnvelope } from './envelopes.js';
+import { API_KEY, BEARER, GOOG_API_KEY, QUERY_KEY, X_API_KEY, type KeyCarrier } from './carriers.js';
+import { converseEnvelope, generateContentEnvelope, messagesEnvelope, responsesEnvelope, sharedEnvelope } from './envelopes.js';
 
 export interface Surface extends ErrorRenderer {
   readonly id: string;
   /** where this surface's SDKs carry a key, besides x-gw-key */
   readonly carriers: readonly KeyCarrier[];
+  /** every optimization lever off on this surface, whatever the key's skills say (the parity relay) */
+  readonly leversOff?: true;
 }
 
 const surface = (id: string, carriers: readonly KeyCarrier[], envelope: ErrorRenderer): Surface => ({ id, carriers, ...envelope });
@@ -15,6 +17,14 @@ export const SURFACES = {
   chat_completions: surface('chat_completions', [BEARER], sharedEnvelope),
   generate_content: surface('generate_content', [GOOG_API_KEY, QUERY_KEY, BEARER], generateContentEnvelope),
   converse: surface('converse', [BEARER], converseEnvelope),
+  /** /v1/responses and its cloudx forms */
+  responses: surface('responses', [BEARER, API_KEY], responsesEnvelope),
+  /** /cloudx/compat/…: Azure OpenAI paths */
+  cloudx: surface('cloudx', [API_KEY, BEARER], sharedEnvelope),
+  messages: surface('messages', [X_API_KEY, BEARER], messagesEnvelope),
+  count_tokens: surface('count_tokens', [X_API_KEY, BEARER], messagesEnvelope),
+  /** /v1/messages: the exact received bytes, levers off */
+  parity_relay: { ...surface('parity_relay', [X_API_KEY, BEARER], messagesEnvelope), leversOff: true },
   /** configuration, admin and telemetry routes */
   api: surface('api', [BEARER], sharedEnvelope),
   /** unauthenticated reads: health, models, metrics; also the envelope of unmatched paths */
