@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors.js';
+import type { StageClock } from '../http/stages.js';
 import type { GatewayRequest } from '../http/types.js';
 import type { Location } from '../providers/adapter.js';
 import type { ProviderCredential, ProviderId } from '../providers/types.js';
@@ -12,8 +13,8 @@ export interface StoredCredential {
 
 /** Stored provider keys as the pipeline sees them (implemented in tenancy/). */
 export interface StoredKeys {
-  /** may wait on the store; bounded by GW_BYOK_STORE_TIMEOUT_S inside */
-  find(orgId: string, provider: ProviderId): Promise<StoredCredential | undefined> | StoredCredential | undefined;
+  /** may wait on the store; bounded by GW_BYOK_STORE_TIMEOUT_S inside, a timeout naming the running stage from `stages` */
+  find(orgId: string, provider: ProviderId, stages: StageClock): Promise<StoredCredential | undefined> | StoredCredential | undefined;
 }
 
 export const NO_STORED_KEYS: StoredKeys = { find: () => undefined };
@@ -34,7 +35,7 @@ export async function resolveCredential(
     };
   }
   req.stages.begin('byok_store');
-  const found = await stored.find(caller.org.org_id, provider);
+  const found = await stored.find(caller.org.org_id, provider, req.stages);
   req.stages.end();
   if (found) return found;
   throw new GatewayError('onboarding_incomplete', `no ${provider} credential: send one with the request or store one with /api/v1/vendor_key/create`);

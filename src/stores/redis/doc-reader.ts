@@ -1,0 +1,33 @@
+import { Redis } from 'ioredis';
+import type { Collection } from '../types.js';
+import type { RedisKeys } from './prefixes.js';
+
+/**
+ * Reads one document straight from Redis, past the mirror, on its own
+ * connection: for the rare lookup that must not trust a mirror that may not
+ * have caught up yet (a stored provider key written through another replica a
+ * moment ago). Callers bound the wait themselves.
+ */
+export class RedisDocReader {
+  private readonly redis: Redis;
+
+  constructor(
+    url: string,
+    private readonly keys: RedisKeys,
+  ) {
+    this.redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  }
+
+  async start(): Promise<void> {
+    await this.redis.connect();
+  }
+
+  async read(collection: Collection, id: string): Promise<unknown> {
+    const text = await this.redis.hget(this.keys.doc(collection), id);
+    return text === null ? undefined : (JSON.parse(text) as unknown);
+  }
+
+  close(): void {
+    this.redis.disconnect();
+  }
+}

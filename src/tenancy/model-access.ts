@@ -1,0 +1,69 @@
+import { GatewayError } from '../errors.js';
+import type { GatewayRequest } from '../http/types.js';
+import type { RelayPlan } from '../pipeline/index.js';
+import { ADMITTED, type Admission, type PolicyStage } from '../pipeline/policy.js';
+import { lookupModel } from '../providers/catalog.js';
+import type { DocStore } from '../stores/types.js';
+
+/** An org's access list, in the `org_policy` collection under `model_access:<org_id>`. */
+interface ModelAccessDoc {
+  org_id: string;
+  /** catalog ids enabled for the org; null = every catalog model */
+  models: string[] | null;
+  updated_at: string;
+}
+
+const PREFIX = 'model_access:';
+const docId = (orgId: string) => `${PREFIX}${orgId}`;
+
+/**
+ * Which models an org may call. Enforced as a policy stage: a model not
+ * enabled is 403 model_not_in_scope on every surface that names a model. A
+ * model is matched by its catalog id, so a dated or regional variant
+ * (`gpt-4o-2024-08-06`, `us.anthropic…`) follows its base model; a name the
+ * catalog does not know is never enabled by a list. Sets are built once per
+ * org and dropped when any replica changes the list.
+ */
+export class ModelAccess {
+  private readonly enabled = new Map<string, ReadonlySet<string> | null>();
+
+  constructor(private readonly store: DocStore) {
+    store.onChange((collection, id) => {
+      if (collection === 'org_policy' && id.startsWith(PREFIX)) this.enabled.delete(id.slice(PREFIX.length));
+    });
+  }
+
+  /** catalog ids enabled for the org, or null when every catalog model is */
+  models(orgId: string): readonly string[] | null {
+    return this.store.get<ModelAccessDoc>('org_policy', docId(orgId))?.models ?? null;
+  }
+
+  /** null enables every catalog model */
+  async set(orgId: string, models: string[] | null): Promise<void> {
+    await this.store.put('org_policy', docId(orgId), { org_id: orgId, models, updated_at: new Date().toISOString() } satisfies ModelAccessDoc);
+  }
+
+  stage(): PolicyStage {
+    return { name: 'model_access', admit: (_req: GatewayRequest, plan: RelayPlan) => this.admit(plan) };
+  }
+
+  private admit(plan: RelayPlan): Admission {
+    if (plan.model === undefined) return ADMITTED;
+    const orgId = plan.caller.org.org_id;
+    const allowed = this.allowedFor(orgId);
+    if (allowed === null || allowed.has(plan.model)) return ADMITTED;
+    const id = lookupModel(plan.model)?.id;
+    if (id !== undefined && allowed.has(id)) return ADMITTED;
+    throw new GatewayError('model_not_in_scope', `model ${plan.model} is not enabled for org ${orgId}; enable it with /api/v1/model_access/update`);
+  }
+
+  private allowedFor(orgId: string): ReadonlySet<string> | null {
+    let set = this.enabled.get(orgId);
+    if (set === undefined) {
+      const models = this.models(orgId);
+      set = models === null ? null : new Set(models);
+      this.enabled.set(orgId, set);
+    }
+    return set;
+  }
+}

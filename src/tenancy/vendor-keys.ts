@@ -1,0 +1,237 @@
+import { GatewayError } from '../errors.js';
+import type { StageClock } from '../http/stages.js';
+import type { StoredCredential, StoredKeys } from '../pipeline/credentials.js';
+import type { Location } from '../providers/adapter.js';
+import type { ProviderCredential, ProviderId } from '../providers/types.js';
+import type { Collection, DocStore } from '../stores/types.js';
+import type { Logger } from '../telemetry/log.js';
+import type { Keyring, Sealed } from './crypto.js';
+import { withinStoreBound } from './store-timeout.js';
+
+/** What a caller may store for one provider (CONTRACT §4). */
+export interface VendorKeyInput {
+  provider: ProviderId;
+  api_key: string;
+  credential_kind?: string;
+  endpoint?: string;
+  region?: string;
+  project?: string;
+  location?: string;
+}
+
+/** A stored key as any route may show it: never the secret, only its last 4 characters. */
+export interface VendorKeySummary {
+  provider: ProviderId;
+  credential_kind: string;
+  key_hint: string;
+}
+
+interface VendorKeyDoc extends VendorKeySummary {
+  org_id: string;
+  location: Location;
+  sealed: Sealed;
+  updated_at: string;
+}
+
+/** Reads a document from the authoritative store when the mirror may be behind (Redis only). */
+export interface DocReader {
+  read(collection: Collection, id: string): Promise<unknown>;
+}
+
+type LocationField = keyof Location;
+
+/** How each provider takes a stored credential: kinds (the first is the default) and the location fields it needs. */
+interface CredentialRule {
+  kinds: Record<string, { scheme: ProviderCredential['scheme']; secret: RegExp; shape: string }>;
+  location: readonly LocationField[];
+}
+
+/** printable ASCII without spaces: anything else could break a header */
+const TOKEN = /^[\x21-\x7e]{1,8192}$/;
+const apiKey = (scheme: ProviderCredential['scheme']) => ({ scheme, secret: TOKEN, shape: 'a key of printable characters' });
+
+const RULES: Record<ProviderId, CredentialRule> = {
+  openai: { kinds: { api_key: apiKey('bearer') }, location: [] },
+  cloudx: { kinds: { api_key: apiKey('api_key') }, location: ['endpoint'] },
+  msgvendor: { kinds: { api_key: apiKey('api_key') }, location: [] },
+  genvendor: { kinds: { api_key: apiKey('api_key') }, location: [] },
+  genvendor_vertex: { kinds: { oauth_token: apiKey('bearer') }, location: ['project', 'location'] },
+  cloudy: {
+    kinds: {
+      access_key: { scheme: 'aws_sigv4', secret: /^[A-Z0-9]{16,128}:[^:\s]{1,256}(:[^:\s]{1,4096})?$/, shape: 'the packed pair ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]' },
+      api_key: apiKey('bearer'),
+    },
+    location: ['region'],
+  },
+};
+
+const CLOUDX_ENDPOINT = /^https:\/\/[a-z0-9][a-z0-9-]{0,62}\.(openai\.azure\.com|cognitiveservices\.azure\.com)\/?$/;
+const ANY_ORIGIN = /^https?:\/\/[^/?#\s]+\/?$/;
+const REGION = /^[a-z]{2}(-[a-z]+)+-\d{1,2}$/;
+const GCP_PROJECT = /^[a-z][a-z0-9-]{4,61}[a-z0-9]$/;
+const GCP_LOCATION = /^[a-z][a-z0-9-]{1,40}$/;
+
+const docId = (orgId: string, provider: ProviderId) => `${orgId}:${provider}`;
+/** bound into the ciphertext: a record moved to another org or provider does not open */
+const sealContext = (orgId: string, provider: ProviderId) => `vendor_key:${orgId}:${provider}`;
+const badField = (field: string, message: string) => new GatewayError('request_error', `${field}: ${message}`, { fields: { field } });
+
+export interface VendorKeysOptions {
+  /** GW_BYOK_STORE_TIMEOUT_S in ms: the bound on every store call on a request's path */
+  timeoutMs: number;
+  /** set with Redis: where a mirror miss is checked before it is believed */
+  reader?: DocReader;
+  /** GW_UPSTREAM_CLOUDX is set: the endpoint allowlist does not apply */
+  cloudxOverridden: boolean;
+  log: Logger;
+}
+
+/**
+ * Provider keys stored per org, sealed at rest (AES-256-GCM, key id per
+ * record). Requests read them through an in-memory cache of opened
+ * credentials, dropped on every change from any replica, so a secret is
+ * decrypted once per org and provider, not per request.
+ */
+export class VendorKeys implements StoredKeys {
+  /** opened credentials; null = known to be absent */
+  private readonly opened = new Map<string, StoredCredential | null>();
+  /** bumped on every change, so a lookup that raced a write does not cache a stale answer */
+  private readonly generation = new Map<string, number>();
+  private readonly pending = new Map<string, Promise<StoredCredential | undefined>>();
+
+  constructor(
+    private readonly store: DocStore,
+    private readonly keyring: Keyring,
+    private readonly opts: VendorKeysOptions,
+  ) {
+    store.onChange((collection, id) => {
+      if (collection !== 'vendor_keys') return;
+      this.opened.delete(id);
+      this.generation.set(id, (this.generation.get(id) ?? 0) + 1);
+    });
+  }
+
+  /** Reseals records still under a previous key (GW_SECRETS_KEY_PREVIOUS); safe on several replicas at once. */
+  async start(): Promise<void> {
+    let resealed = 0;
+    for (const doc of [...this.store.values<VendorKeyDoc>('vendor_keys')]) {
+      if (doc.sealed.kid === this.keyring.currentId) continue;
+      if (!this.keyring.canOpen(doc.sealed)) {
+        this.opts.log.warn({ org_id: doc.org_id, provider: doc.provider, kid: doc.sealed.kid }, 'stored provider key sealed under a key that is not configured');
+        continue;
+      }
+      const context = sealContext(doc.org_id, doc.provider);
+      const sealed = this.keyring.seal(this.keyring.open(doc.sealed, context), context);
+      await this.store.put('vendor_keys', docId(doc.org_id, doc.provider), { ...doc, sealed });
+      resealed++;
+    }
+    if (resealed > 0) this.opts.log.info({ resealed, kid: this.keyring.currentId }, 'stored provider keys resealed under the current key');
+  }
+
+  find(orgId: string, provider: ProviderId, stages: StageClock): Promise<StoredCredential | undefined> | StoredCredential | undefined {
+    const id = docId(orgId, provider);
+    const known = this.opened.get(id);
+    if (known !== undefined) return known ?? undefined;
+    const doc = this.store.get<VendorKeyDoc>('vendor_keys', id);
+    if (doc || !this.opts.reader) return this.remember(id, this.generation.get(id), doc ? this.openDoc(doc) : undefined);
+    let lookup = this.pending.get(id);
+    if (!lookup) {
+      lookup = this.findInStore(id, this.opts.reader, stages).finally(() => this.pending.delete(id));
+      this.pending.set(id, lookup);
+    }
+    return lookup;
+  }
+
+  list(orgId: string): VendorKeySummary[] {
+    const out: VendorKeySummary[] = [];
+    for (const d of this.store.values<VendorKeyDoc>('vendor_keys')) {
+      if (d.org_id === orgId) out.push({ provider: d.provider, credential_kind: d.credential_kind, key_hint: d.key_hint });
+    }
+    return out.sort((a, b) => a.provider.localeCompare(b.provider));
+  }
+
+  /** Validates, seals and stores; writing the same key again is harmless. */
+  async create(orgId: string, input: VendorKeyInput, stages: StageClock): Promise<VendorKeySummary> {
+    const rule = RULES[input.provider];
+    const kindNames = Object.keys(rule.kinds);
+    const credential_kind = input.credential_kind ?? (kindNames[0] as string);
+    const kind = rule.kinds[credential_kind];
+    if (!kind) throw badField('credential_kind', `${input.provider} takes ${kindNames.join(' or ')}`);
+    if (!kind.secret.test(input.api_key)) throw badField('api_key', `must be ${kind.shape}`);
+    const location = this.location(input, rule);
+    const summary: VendorKeySummary = { provider: input.provider, credential_kind, key_hint: input.api_key.slice(-4) };
+    const doc: VendorKeyDoc = {
+      ...summary,
+      org_id: orgId,
+      location,
+      sealed: this.keyring.seal(input.api_key, sealContext(orgId, input.provider)),
+      updated_at: new Date().toISOString(),
+    };
+    await withinStoreBound(this.store.put('vendor_keys', docId(orgId, input.provider), doc), this.opts.timeoutMs, stages, 'storing the provider key');
+    this.opts.log.info({ org_id: orgId, provider: input.provider, credential_kind, kid: doc.sealed.kid }, 'provider key stored');
+    return summary;
+  }
+
+  async remove(orgId: string, provider: ProviderId, stages: StageClock): Promise<boolean> {
+    const removed = await withinStoreBound(this.store.delete('vendor_keys', docId(orgId, provider)), this.opts.timeoutMs, stages, 'deleting the provider key');
+    if (removed) this.opts.log.info({ org_id: orgId, provider }, 'provider key deleted');
+    return removed;
+  }
+
+  private location(input: VendorKeyInput, rule: CredentialRule): Location {
+    for (const field of ['endpoint', 'region', 'project', 'location'] as const) {
+      if (input[field] !== undefined && !rule.location.includes(field)) throw badField(field, `not used by ${input.provider}`);
+    }
+    const loc: Location = {};
+    if (rule.location.includes('endpoint')) {
+      const allowlisted = this.opts.cloudxOverridden ? ANY_ORIGIN : CLOUDX_ENDPOINT;
+      if (input.endpoint !== undefined) {
+        const endpoint = input.endpoint.toLowerCase();
+        if (!allowlisted.test(endpoint)) throw badField('endpoint', 'must be https://<resource>.openai.azure.com or https://<resource>.cognitiveservices.azure.com');
+        loc.endpoint = endpoint.replace(/\/$/, '');
+      } else if (!this.opts.cloudxOverridden) throw badField('endpoint', `required for ${input.provider}`);
+    }
+    if (rule.location.includes('region')) {
+      const region = input.region ?? 'us-east-1';
+      if (!REGION.test(region)) throw badField('region', 'must be a region name such as us-east-1');
+      loc.region = region;
+    }
+    if (rule.location.includes('project')) {
+      if (input.project === undefined || !GCP_PROJECT.test(input.project)) throw badField('project', 'a project id is required');
+      loc.project = input.project;
+      if (input.location !== undefined) {
+        if (!GCP_LOCATION.test(input.location)) throw badField('location', 'must be a location such as us-central1 or global');
+        loc.location = input.location;
+      }
+    }
+    return loc;
+  }
+
+  private openDoc(doc: VendorKeyDoc): StoredCredential {
+    const kind = RULES[doc.provider].kinds[doc.credential_kind];
+    let secret: string;
+    try {
+      if (!kind) throw new Error(`unknown credential_kind ${doc.credential_kind}`);
+      secret = this.keyring.open(doc.sealed, sealContext(doc.org_id, doc.provider));
+    } catch (err) {
+      this.opts.log.warn({ org_id: doc.org_id, provider: doc.provider, kid: doc.sealed.kid, reason: (err as Error).message }, 'stored provider key cannot be opened');
+      throw new GatewayError('onboarding_incomplete', `the stored ${doc.provider} key cannot be opened with this deployment's GW_SECRETS_KEY; store it again`);
+    }
+    return { credential: { secret, scheme: kind.scheme, source: 'stored' }, location: doc.location };
+  }
+
+  /** A mirror miss: the key may have been stored through another replica a moment ago, so ask the store (bounded). */
+  private async findInStore(id: string, reader: DocReader, stages: StageClock): Promise<StoredCredential | undefined> {
+    const generation = this.generation.get(id);
+    const read = reader.read('vendor_keys', id).catch((err: unknown) => {
+      throw new GatewayError('store_timeout', 'stored provider key lookup: the store is unavailable', { cause: err, headers: [['x-gw-stage-durations', stages.header()]] });
+    });
+    const doc = (await withinStoreBound(read, this.opts.timeoutMs, stages, 'stored provider key lookup')) as VendorKeyDoc | undefined;
+    return this.remember(id, generation, doc ? this.openDoc(doc) : undefined);
+  }
+
+  private remember(id: string, generation: number | undefined, found: StoredCredential | undefined): StoredCredential | undefined {
+    if (this.generation.get(id) === generation) this.opened.set(id, found ?? null);
+    return found;
+  }
+}
