@@ -2,6 +2,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type pino from 'pino';
 import { adminRoutes } from './api/admin.js';
+import { selfServiceRoutes } from './api/self-service.js';
+import { skillRoutes } from './api/skills.js';
 import { publicRoutes } from './api/public.js';
 import type { Route } from './http/types.js';
 import { Pipeline } from './pipeline/index.js';
@@ -10,9 +12,9 @@ import { createFront } from './server/front.js';
 import { loadUws } from './server/uws.js';
 import { loadSettings, SettingsError, type Settings } from './settings.js';
 import { EmbeddedDocStore } from './stores/embedded/doc-store.js';
+import { RedisDocReader } from './stores/redis/doc-reader.js';
 import { RedisDocStore } from './stores/redis/doc-store.js';
 import { redisKeys } from './stores/redis/prefixes.js';
-import { NO_STORED_KEYS } from './pipeline/credentials.js';
 import type { DocStore } from './stores/types.js';
 import { chatCompletionsRoutes } from './surfaces/chat-completions.js';
 import { converseRoutes } from './surfaces/converse.js';
@@ -24,7 +26,13 @@ import { messagesRoutes } from './surfaces/messages.js';
 import { parityRelayRoutes } from './surfaces/parity-relay.js';
 import { responsesRoutes } from './surfaces/responses.js';
 import { TenantAdmin } from './tenancy/admin.js';
+import { Keyring } from './tenancy/crypto.js';
 import { Directory } from './tenancy/directory.js';
+import { Entitlement } from './tenancy/entitlement.js';
+import { IdpVerifier } from './tenancy/idp.js';
+import { ModelAccess } from './tenancy/model-access.js';
+import { KeySkills } from './tenancy/skills.js';
+import { VendorKeys } from './tenancy/vendor-keys.js';
 import { dedicatedTenantStage } from './tenancy/dedicated.js';
 import { RateLimiter } from './tenancy/rate-limit.js';
 import { residencyStage } from './tenancy/residency.js';
@@ -90,6 +98,20 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
   await meter.start();
   const spendCaps = new SpendCaps({ docs: store, meter, metrics, log });
   const rateLimiter = new RateLimiter({ meter, metrics, log });
+  const storeTimeoutMs = settings.GW_BYOK_STORE_TIMEOUT_S * 1000;
+  const keyring = Keyring.fromSettings(settings.GW_SECRETS_KEY, settings.GW_SECRETS_KEY_PREVIOUS);
+  if (keyring.ephemeral) log.info('GW_SECRETS_KEY unset: stored provider keys are sealed under a per-process key and live in memory only');
+  const docReader = settings.GW_REDIS_URL ? new RedisDocReader(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : undefined;
+  await docReader?.start();
+  const vendorKeys = new VendorKeys(store, keyring, { timeoutMs: storeTimeoutMs, reader: docReader, cloudxOverridden: providers.isOverridden('cloudx'), log });
+  await vendorKeys.start();
+  const modelAccess = new ModelAccess(store);
+  const keySkills = new KeySkills(store, storeTimeoutMs);
+  const idp =
+    settings.GW_IDP_ISSUER && settings.GW_IDP_JWKS
+      ? await IdpVerifier.create({ issuer: settings.GW_IDP_ISSUER, jwks: settings.GW_IDP_JWKS, audience: settings.GW_IDP_AUDIENCE, groupMap: settings.GW_IDP_GROUP_MAP })
+      : undefined;
+  const entitlement = new Entitlement({ directory, configSecret: settings.GW_CONFIG_SECRET, adminKey: settings.GW_ADMIN_KEY, idp });
   const pipeline = new Pipeline({
     directory,
     providers,
@@ -98,10 +120,11 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     log,
     ring,
     limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
-    storedKeys: NO_STORED_KEYS,
+    storedKeys: vendorKeys,
     policy: [
       ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
       ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
+      modelAccess.stage(),
       rateLimiter.stage(),
       spendCaps.stage(),
     ],
@@ -128,6 +151,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       settings.GW_METRICS_PUBLIC === '1',
     ),
     ...adminRoutes(admin, settings.GW_ADMIN_KEY),
+    ...selfServiceRoutes({ entitlement, directory, vendorKeys, modelAccess, spendCaps, skills: keySkills }),
+    ...skillRoutes(entitlement, keySkills),
     ...chatCompletionsRoutes(pipeline),
     ...responsesRoutes(pipeline),
     ...cloudxRoutes(pipeline),
@@ -160,6 +185,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       await upstream.close().catch(() => undefined);
       await store.close();
       spendCaps.close();
+      docReader?.close();
       await meter.close();
       metrics.loopDelay.disable();
       log.flush();
