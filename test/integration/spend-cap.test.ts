@@ -1,10 +1,21 @@
 import assert from 'node:assert/strict';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import type { RelayPlan } from '../../src/pipeline/index.js';
+import { costUsd } from '../../src/providers/catalog.js';
+import { EmbeddedDocStore } from '../../src/stores/embedded/doc-store.js';
 import { EmbeddedMeterStore } from '../../src/stores/embedded/meter-store.js';
 import type { MeterStore } from '../../src/stores/meter.js';
 import { RedisMeterStore } from '../../src/stores/redis/meter-store.js';
 import { redisKeys } from '../../src/stores/redis/prefixes.js';
-import { REDIS_URL, dropRedisPrefix, newRedisPrefix } from '../helpers/gateway.js';
+import { createLogger } from '../../src/telemetry/log.js';
+import { createMetrics } from '../../src/telemetry/metrics.js';
+import { SpendCaps, worstCaseUsd } from '../../src/tenancy/spend-cap.js';
+import { completion } from '../fakes/openai.js';
+import { sendJson, startFakeVendor, type FakeVendor } from '../fakes/server.js';
+import { REDIS_URL, SECRETS_KEY, devKeySecret, dropRedisPrefix, newRedisPrefix, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const HOUR = 3_600_000;
@@ -82,3 +93,224 @@ for (const kind of STORES) {
     });
   });
 }
+
+/** The fake's reply usage (12 prompt tokens, 2 of them cached, 5 completion) at gpt-4o prices. */
+const REPLY_COST = costUsd('gpt-4o', { input_tokens: 12, output_tokens: 5, cached_tokens: 2 });
+
+for (const kind of STORES) {
+  describe(`spend cap period reset (${kind.name})`, () => {
+    it('a new UTC day starts from zero and admits again', async () => {
+      const { meter, drop } = await kind.open();
+      const clock = { now: Date.parse('2026-11-21T23:59:00Z') };
+      const caps = new SpendCaps({ docs: new EmbeddedDocStore(), meter, metrics: createMetrics(), log: createLogger('silent'), clock: () => clock.now });
+      try {
+        await caps.setCap('acme', 0.5, 'day');
+        const body = Buffer.from(JSON.stringify({ model: 'gpt-4o', max_tokens: 20_000 }));
+        const plan = { caller: { org: { org_id: 'acme' } }, model: 'gpt-4o', body } as unknown as RelayPlan;
+        const stage = caps.stage();
+        const first = await stage.admit({} as never, plan);
+        first.settle(0.4);
+        await sleep(20);
+        assert.deepEqual(await caps.status('acme'), { cap_usd: 0.5, period: 'day', consumed_usd: 0.4, resets_at: '2026-11-22T00:00:00.000Z' });
+        await assert.rejects(async () => stage.admit({} as never, plan), { type: 'budget_exhausted', status: 402 });
+        clock.now = Date.parse('2026-11-22T00:00:01Z');
+        assert.deepEqual(await caps.status('acme'), { cap_usd: 0.5, period: 'day', consumed_usd: 0, resets_at: '2026-11-23T00:00:00.000Z' });
+        (await stage.admit({} as never, plan)).settle(0);
+      } finally {
+        caps.close();
+        await meter.close();
+        await drop();
+      }
+    });
+  });
+}
+
+/** A fake OpenAI answering after `hold.ms`, so concurrent calls are all in flight at once. */
+async function startHeldOpenAI(hold: { ms: number }): Promise<FakeVendor> {
+  return startFakeVendor(async (req, res) => {
+    const { model } = JSON.parse(req.body.toString('utf8')) as { model: string };
+    await sleep(hold.ms);
+    sendJson(res, 200, completion(model));
+  });
+}
+
+const ORGS = ['capped', 'settle', 'burst'] as const;
+const key = (org: string) => devKeySecret(`spend-${org}`);
+const BOOTSTRAP: Bootstrap = {
+  // a high request rate so the rate limit never interferes with the spend figures
+  orgs: ORGS.map((org_id) => ({ org_id, rps_cap: 10_000 })),
+  dev_keys: ORGS.map((org) => ({ org_id: org, dev_key_id: `dk-${org}`, api_key: key(org) })),
+};
+
+async function setCap(gw: TestGateway, org: string, cap: number | null, period?: string) {
+  const res = await fetch(`${gw.url}/api/v1/spend_cap/update`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key(org)}`, 'content-type': 'application/json' },
+    body: JSON.stringify(period ? { cap_usd: cap, period } : { cap_usd: cap }),
+  });
+  assert.equal(res.status, 200, await res.clone().text());
+  return (await res.json()) as { status: string; spend_cap: { cap_usd: number | null; period: string; consumed_usd: number; resets_at: string | null } };
+}
+
+async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  let v = await read();
+  for (let i = 0; i < 100 && !ok(v); i++) {
+    await sleep(20);
+    v = await read();
+  }
+  return v;
+}
+
+for (const mode of ['embedded', 'redis'] as const) {
+  describe(`spend cap through the gateway (${mode} store)`, () => {
+    const hold = { ms: 0 };
+    let fake: FakeVendor;
+    let gw: TestGateway;
+    before(async () => {
+      fake = await startHeldOpenAI(hold);
+      gw = await startTestGateway({ bootstrap: BOOTSTRAP, redis: mode === 'redis', env: { GW_UPSTREAM_OPENAI: fake.origin } });
+    });
+    after(async () => {
+      await gw.close();
+      await fake.close();
+    });
+    const client = (org: string) => new OpenAI({ apiKey: key(org), baseURL: `${gw.url}/v1`, defaultHeaders: { 'x-gw-provider-key': 'sk-upstream' }, maxRetries: 0 });
+
+    it('sets, reports and removes a cap (CONTRACT §6)', async () => {
+      const set = await setCap(gw, 'capped', 0.001, 'day');
+      assert.equal(set.status, 'success');
+      assert.equal(set.spend_cap.cap_usd, 0.001);
+      assert.equal(set.spend_cap.period, 'day');
+      assert.equal(set.spend_cap.consumed_usd, 0);
+      assert.equal(set.spend_cap.resets_at, new Date(Math.ceil((Date.now() + 1) / 86_400_000) * 86_400_000).toISOString());
+      assert.equal((await setCap(gw, 'capped', 0.001)).spend_cap.period, 'day', 'an omitted period keeps the current one');
+    });
+
+    it('refuses a call whose worst case would breach the cap: 402 budget_exhausted with the figures in body and headers', async () => {
+      await setCap(gw, 'capped', 0.001, 'day');
+      const before = fake.received.length;
+      const err = await client('capped')
+        .chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] })
+        .then(() => assert.fail('expected 402'), (e: unknown) => e);
+      assert.ok(err instanceof OpenAI.APIError);
+      assert.equal(err.status, 402);
+      assert.equal(err.headers?.get('x-gw-error'), 'budget_exhausted');
+      assert.equal(err.headers?.get('x-gw-budget-cap-usd'), '0.001');
+      assert.equal(err.headers?.get('x-gw-budget-consumed-usd'), '0');
+      const resetsAt = err.headers?.get('x-gw-budget-resets-at');
+      assert.match(resetsAt ?? '', /^\d{4}-\d\d-\d\dT00:00:00\.000Z$/);
+      const body = err.error as Record<string, unknown>;
+      assert.equal(body['type'], 'budget_exhausted');
+      assert.equal(body['cap_usd'], 0.001);
+      assert.equal(body['consumed_usd'], 0);
+      assert.equal(body['resets_at'], resetsAt);
+      assert.equal(fake.received.length, before, 'nothing went upstream');
+
+      await setCap(gw, 'capped', null);
+      const ok = await client('capped').chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal(ok.choices[0]?.message.content, 'Hello from the fake.', 'a removed cap refuses nothing');
+    });
+
+    it('settles each call to its real cost: usage × catalog price', async () => {
+      await setCap(gw, 'settle', 1);
+      await client('settle').chat.completions.create({ model: 'gpt-4o', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] });
+      await client('settle').chat.completions.create({ model: 'gpt-4o', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] });
+      const want = Math.round(2 * REPLY_COST * 1e9) / 1e9;
+      const got = await eventually(() => setCap(gw, 'settle', 1), (r) => r.spend_cap.consumed_usd === want);
+      assert.equal(got.spend_cap.consumed_usd, want);
+    });
+
+    it('50 concurrent first calls of a fresh tenant never together exceed the cap', async () => {
+      const body = JSON.stringify({ model: 'gpt-4o', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
+      const worst = worstCaseUsd('gpt-4o', Buffer.from(body));
+      const cap = worst * 10.5;
+      await setCap(gw, 'burst', cap);
+      hold.ms = 300;
+      try {
+        const statuses = await Promise.all(
+          Array.from({ length: 50 }, () =>
+            fetch(`${gw.url}/v1/chat/completions`, {
+              method: 'POST',
+              headers: { authorization: `Bearer ${key('burst')}`, 'x-gw-provider-key': 'sk-upstream', 'content-type': 'application/json' },
+              body,
+            }).then(async (r) => (await r.arrayBuffer(), r.status)),
+          ),
+        );
+        assert.equal(statuses.filter((s) => s === 200).length, 10, 'exactly the reservations that fit');
+        assert.equal(statuses.filter((s) => s === 402).length, 40);
+      } finally {
+        hold.ms = 0;
+      }
+      const after = await eventually(() => setCap(gw, 'burst', cap), (r) => r.spend_cap.consumed_usd > 0);
+      assert.ok(after.spend_cap.consumed_usd <= cap);
+      assert.equal(after.spend_cap.consumed_usd, Math.round(10 * REPLY_COST * 1e9) / 1e9);
+    });
+  });
+}
+
+/** A TCP relay to Redis that can be cut, to take Redis away from a running gateway. */
+async function startRedisRelay(): Promise<{ url: string; cut(): void; restore(): void; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let down = false;
+  const server: Server = createServer((client) => {
+    if (down) return void client.destroy();
+    const upstream = connect(6379, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    client.pipe(upstream).pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `redis://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    cut() {
+      down = true;
+      for (const s of sockets) s.destroy();
+    },
+    restore() {
+      down = false;
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+describe('spend cap when Redis is unreachable (fail-open, SPEC Fail-open 1)', () => {
+  let fake: FakeVendor;
+  let relay: Awaited<ReturnType<typeof startRedisRelay>>;
+  let gw: TestGateway;
+  const prefix = newRedisPrefix();
+  before(async () => {
+    fake = await startHeldOpenAI({ ms: 0 });
+    relay = await startRedisRelay();
+    gw = await startTestGateway({
+      bootstrap: BOOTSTRAP,
+      env: { GW_UPSTREAM_OPENAI: fake.origin, GW_REDIS_URL: relay.url, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_WORKERS: '1' },
+    });
+  });
+  after(async () => {
+    relay.restore();
+    await sleep(300);
+    await gw.close();
+    await relay.close();
+    await fake.close();
+    await dropRedisPrefix(prefix);
+  });
+
+  it('relays the call with a normal 200 and counts the unmetered call', async () => {
+    await setCap(gw, 'capped', 0.5);
+    relay.cut();
+    await sleep(50);
+    const reply = await new OpenAI({ apiKey: key('capped'), baseURL: `${gw.url}/v1`, defaultHeaders: { 'x-gw-provider-key': 'sk-upstream' }, maxRetries: 0 }).chat.completions.create({
+      model: 'gpt-4o',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    assert.equal(reply.choices[0]?.message.content, 'Hello from the fake.');
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    assert.match(metrics, /gw_spend_cap_store_failures_total\{op="reserve"\} 1\b/);
+  });
+});
