@@ -1,5 +1,7 @@
 import type { ConformanceCase } from '../harness.js';
 import { cloudxCase, cloudxResponsesCase } from './cloudx.js';
+import { cloudyCase } from './converse.js';
+import { genvendorCase, vertexGenerateContentCase } from './generate-content.js';
 import { msgvendorCase, vertexMessagesCase } from './messages.js';
 import { openaiCase } from './openai.js';
 
@@ -10,4 +12,7 @@ export const CASES: readonly ConformanceCase[] = [
   cloudxResponsesCase,
   msgvendorCase,
   vertexMessagesCase,
+  genvendorCase,
+  vertexGenerateContentCase,
+  cloudyCase,
 ];
