@@ -1,0 +1,156 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, release, tmpdir, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { placement, pinSelf, cpuMicros, type Placement } from './procs.js';
+import { budgetLines, resultsTable, writeSection, type Failure, type Row } from './report.js';
+import { PATH, SCENARIOS, type Scenario } from './scenarios.js';
+import { rawRequest, singleConnectionMedian } from './single-connection.js';
+import { checkReply, load } from './load.js';
+import { nginxVersion, REQUEST_HEADERS, startGatewayProcess, startNginx, startUpstream, type Target } from './targets.js';
+
+/**
+ * `npm run bench`: the fake upstream direct, through the gateway and through
+ * nginx, for each scenario; see docs/performance.md for the method.
+ *
+ * BENCH_DURATION   measured seconds per cell (default 6)
+ * BENCH_WARMUP     discarded warm-up seconds per cell (default 2)
+ * BENCH_CONNECTIONS  autocannon connections (default 50)
+ * BENCH_LATENCY_REQUESTS  sequential requests for the single-connection median (default 1000)
+ * BENCH_ONLY       comma list of scenarios (json, stream, body32k) and/or targets
+ *                  (direct, gateway, nginx) to run; a partial run does not touch the docs
+ * BENCH_FROM_SOURCE=1  run the gateway from src/ through tsx instead of dist/
+ */
+
+const ROOT = resolve(import.meta.dirname, '..');
+const DOC = join(ROOT, 'docs/performance.md');
+const TARGET_IDS: Target['id'][] = ['direct', 'gateway', 'nginx'];
+
+function numberEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${raw}`);
+  return n;
+}
+
+const config = {
+  duration: numberEnv('BENCH_DURATION', 6),
+  warmup: numberEnv('BENCH_WARMUP', 2),
+  connections: numberEnv('BENCH_CONNECTIONS', 50),
+  latencyRequests: numberEnv('BENCH_LATENCY_REQUESTS', 1000),
+  fromSource: process.env['BENCH_FROM_SOURCE'] === '1',
+};
+
+function selection(): { scenarios: Scenario[]; targets: Target['id'][]; partial: boolean } {
+  const only = (process.env['BENCH_ONLY'] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const known = [...SCENARIOS.map((s) => s.id as string), ...TARGET_IDS];
+  const unknown = only.filter((o) => !known.includes(o));
+  if (unknown.length > 0) throw new Error(`BENCH_ONLY: unknown ${unknown.join(', ')} (known: ${known.join(', ')})`);
+  const scenarios = SCENARIOS.filter((s) => !only.some((o) => SCENARIOS.some((x) => x.id === o)) || only.includes(s.id));
+  const targets = TARGET_IDS.filter((t) => !only.some((o) => (TARGET_IDS as string[]).includes(o)) || only.includes(t));
+  return { scenarios, targets, partial: only.length > 0 };
+}
+
+function ensureNginx(): void {
+  if (spawnSync('nginx', ['-v']).status === 0) return;
+  process.stdout.write('nginx is missing: installing it from apt\n');
+  execFileSync('apt-get', ['update'], { stdio: 'inherit' });
+  execFileSync('apt-get', ['install', '-y', 'nginx'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+}
+
+async function measure(target: Target, scenario: Scenario): Promise<Row | string> {
+  const problem = await checkReply(target, scenario);
+  if (problem) return problem;
+  await load(target, scenario, config.warmup, config.connections);
+  const cpuBefore = cpuMicros(target.pid);
+  const result = await load(target, scenario, config.duration, config.connections);
+  const cpu = cpuMicros(target.pid) - cpuBefore;
+  if (result.non2xx > 0 || result.errors > 0) return `${result.non2xx} non-2xx replies and ${result.errors} errors under load`;
+  const requests = result['2xx'];
+  const request = rawRequest(PATH, REQUEST_HEADERS, scenario.body);
+  const singleMs = await singleConnectionMedian(target.port, request, config.latencyRequests, Math.min(200, config.latencyRequests));
+  return {
+    scenario,
+    target: target.id,
+    reqPerSec: requests / result.duration,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    cpuMicrosPerReq: cpu / requests,
+    singleMs,
+    requests,
+  };
+}
+
+function machine(place: Placement): string {
+  const cpu = cpus();
+  const autocannonVersion = (JSON.parse(readFileSync(join(ROOT, 'node_modules/autocannon/package.json'), 'utf8')) as { version: string }).version;
+  return [
+    `- CPU: ${cpu[0]?.model ?? 'unknown'}, ${cpu.length} logical cores; memory ${(totalmem() / 2 ** 30).toFixed(1)} GiB; Linux ${release()}`,
+    `- Node ${process.version}; nginx ${nginxVersion()}; autocannon ${autocannonVersion}; gateway ${config.fromSource ? 'from src/ through tsx' : 'built, dist/src/main.js'}`,
+    `- Pinning (taskset): load generator on CPU ${place.loadgen ?? 'any'}, gateway and nginx on CPU ${place.target ?? 'any'}, fake upstream on CPU ${place.upstream ?? 'any'}`,
+    `- ${config.connections} connections, ${config.warmup} s warm-up discarded, ${config.duration} s measured per cell; single-connection median of ${config.latencyRequests} sequential requests`,
+  ].join('\n');
+}
+
+const METHOD = `Method. One fake OpenAI upstream (bench/fake-upstream.ts, native uWebSockets.js, prebuilt replies) serves all three targets:
+**direct** (the fake itself), **gateway** (one replica, GW_WORKERS=1, built \`dist/\`, a bootstrapped org and developer key,
+a pass-through provider key, info logs written to a file, metrics and accounting on) and **nginx** (one worker, an upstream
+keep-alive pool, \`proxy_buffering off\` as a streaming relay needs, access log on with a 64 KB buffer).
+Load: autocannon (settings above). *CPU µs/req* is the target process's utime+stime from /proc/<pid>/stat over the measured
+run divided by the 2xx replies (for nginx, master plus worker; for the gateway, the gateway process only, not the fake);
+*1-conn p50* is the median round trip of sequential requests on one keep-alive connection from a raw-socket client.
+The stream scenario's upstream writes each of its 20 chunks (and the usage chunk) in its own event-loop turn.
+Pinning caveat: on 2 cores the fake upstream shares the servers' core, so proxied req/s includes the fake's work;
+CPU per request and single-connection latency, the figures that hold on a noisy box, are unaffected by that.`;
+
+const SKELETON = '# Performance\n';
+
+async function main(): Promise<void> {
+  const { scenarios, targets: wanted, partial } = selection();
+  const place = placement();
+  pinSelf(place.loadgen);
+  if (wanted.includes('nginx')) ensureNginx();
+  const workDir = mkdtempSync(join(tmpdir(), 'gw-bench-'));
+  const started: Target[] = [];
+  const rows: Row[] = [];
+  const failures: Failure[] = [];
+  try {
+    const upstream = await startUpstream(place.upstream);
+    started.push(upstream);
+    if (wanted.includes('gateway')) started.push(await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir, fromSource: config.fromSource }));
+    if (wanted.includes('nginx')) started.push(await startNginx(place.target, upstream.port, workDir));
+    const targets = started.filter((t) => wanted.includes(t.id));
+    for (const scenario of scenarios) {
+      for (const target of targets) {
+        process.stdout.write(`${scenario.id} / ${target.id} … `);
+        const outcome = await measure(target, scenario);
+        if (typeof outcome === 'string') {
+          failures.push({ scenario: scenario.id, target: target.id, reason: outcome });
+          process.stdout.write(`FAILED: ${outcome}\n`);
+          continue;
+        }
+        rows.push(outcome);
+        process.stdout.write(`${outcome.reqPerSec.toFixed(0)} req/s, ${outcome.cpuMicrosPerReq.toFixed(1)} µs CPU/req, 1-conn p50 ${outcome.singleMs.toFixed(3)} ms\n`);
+      }
+    }
+  } finally {
+    for (const t of started.reverse()) await t.stop();
+  }
+  rmSync(workDir, { recursive: true, force: true });
+
+  const table = resultsTable(rows);
+  const budget = budgetLines(rows);
+  const failed = failures.map((x) => `- ${x.scenario} / ${x.target} FAILED: ${x.reason}`);
+  process.stdout.write(`\n${table}\n\n${[...budget, ...failed].join('\n')}\n`);
+  if (partial) {
+    process.stdout.write('\n(partial run: docs/performance.md left as it is)\n');
+  } else {
+    const section = [`Run of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (\`npm run bench\`).`, '', machine(place), '', METHOD, '', table, '', ...budget, ...failed].join('\n');
+    writeSection(DOC, 'bench', section, SKELETON);
+    process.stdout.write(`\nwritten to ${DOC}\n`);
+  }
+  if (failures.length > 0) process.exitCode = 1;
+}
+
+await main();

@@ -1,0 +1,121 @@
+import { mkdirSync, openSync, closeSync, writeFileSync, existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { commandOutput, freePort, spawnPinned, waitForPort, type Spawned } from './procs.js';
+
+/** What autocannon and the single-connection client are pointed at. */
+export interface Target {
+  id: 'direct' | 'gateway' | 'nginx';
+  title: string;
+  port: number;
+  /** the process whose CPU is charged to this target (nginx: its master, workers are added) */
+  pid: number;
+  stop(): Promise<void>;
+}
+
+const ROOT = resolve(import.meta.dirname, '..');
+
+/** A fixed, valid developer key (gw_ + 40 base62): the bench's one tenant. */
+export const BENCH_DEV_KEY = `gw_${'BenchKey'.repeat(5)}`;
+export const REQUEST_HEADERS: Record<string, string> = {
+  'content-type': 'application/json',
+  authorization: `Bearer ${BENCH_DEV_KEY}`,
+  'x-gw-provider-key': 'sk-bench-upstream',
+};
+
+export async function startUpstream(cpu: string | undefined): Promise<Target> {
+  const port = await freePort();
+  const child = spawnPinned(cpu, process.execPath, ['--import', 'tsx', join(ROOT, 'bench/fake-upstream.ts'), String(port)], { cwd: ROOT });
+  await waitForPort(port);
+  return { id: 'direct', title: 'direct to the fake upstream', port, pid: child.pid, stop: () => child.stop() };
+}
+
+export interface GatewayOptions {
+  upstreamPort: number;
+  workDir: string;
+  /** extra node flags (e.g. --cpu-prof) */
+  nodeArgs?: string[];
+  /** run src/ through tsx instead of the built dist/ (quicker to iterate, not what production runs) */
+  fromSource?: boolean;
+}
+
+/** The gateway as production runs it: one replica, auth, accounting, metrics, info logs to a file. */
+export async function startGatewayProcess(cpu: string | undefined, opts: GatewayOptions): Promise<Target & { logFile: string; child: Spawned }> {
+  const entry = opts.fromSource ? ['--import', 'tsx', join(ROOT, 'src/main.ts')] : [join(ROOT, 'dist/src/main.js')];
+  if (!opts.fromSource && !existsSync(entry[0]!)) throw new Error('dist/src/main.js is missing: run `npm run build` first');
+  const port = await freePort();
+  const bootstrap = join(opts.workDir, 'bootstrap.json');
+  writeFileSync(
+    bootstrap,
+    JSON.stringify({ orgs: [{ org_id: 'bench', rps_cap: 1e9 }], dev_keys: [{ org_id: 'bench', dev_key_id: 'dk-bench', api_key: BENCH_DEV_KEY }] }),
+  );
+  const logFile = join(opts.workDir, 'gateway.log');
+  const logFd = openSync(logFile, 'a');
+  // a clean environment: no GW_ variable of the caller's shell leaks in (a Redis URL would change what is measured)
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env['PATH'],
+    HOME: process.env['HOME'],
+    NODE_ENV: 'production',
+    GW_HOST: '127.0.0.1',
+    GW_PORT: String(port),
+    GW_WORKERS: '1',
+    GW_BOOTSTRAP: bootstrap,
+    GW_UPSTREAM_OPENAI: `http://127.0.0.1:${opts.upstreamPort}`,
+    GW_LOG_LEVEL: 'info',
+    GW_DEFAULT_RPS_CAP: '1000000000',
+  };
+  const child = spawnPinned(cpu, process.execPath, [...(opts.nodeArgs ?? []), ...entry], { env, stdout: logFd, cwd: opts.workDir });
+  closeSync(logFd);
+  await waitForPort(port);
+  return { id: 'gateway', title: 'through the gateway', port, pid: child.pid, logFile, child, stop: () => child.stop() };
+}
+
+function nginxConf(dir: string, port: number, upstreamPort: number): string {
+  return `daemon off;
+master_process on;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log ${dir}/access.log combined buffer=64k flush=1s;
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  client_max_body_size 64m;
+  client_body_buffer_size 64k;
+  keepalive_requests 1000000;
+  upstream fake {
+    server 127.0.0.1:${upstreamPort};
+    keepalive 64;
+    keepalive_requests 1000000;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://fake;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`;
+}
+
+export function nginxVersion(): string {
+  return commandOutput('nginx', ['-v']).replace(/^nginx version: /, '');
+}
+
+/** nginx as the reference reverse proxy: one worker, an upstream keep-alive pool, unbuffered like a streaming relay. */
+export async function startNginx(cpu: string | undefined, upstreamPort: number, workDir: string): Promise<Target> {
+  const dir = join(workDir, 'nginx');
+  mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const conf = join(dir, 'nginx.conf');
+  writeFileSync(conf, nginxConf(dir, port, upstreamPort));
+  const child = spawnPinned(cpu, 'nginx', ['-p', dir, '-c', conf, '-e', join(dir, 'error.log')]);
+  await waitForPort(port);
+  return { id: 'nginx', title: 'through nginx', port, pid: child.pid, stop: () => child.stop() };
+}
