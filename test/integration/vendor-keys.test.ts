@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, readFile } from 'node:fs/promises';
-import { createServer, Socket, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,6 +10,7 @@ import { startFakeBedrock } from '../fakes/bedrock.js';
 import { startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
+import { startRedisProxy, type RedisProxy } from '../helpers/redis-proxy.js';
 import { REDIS_URL, SECRETS_KEY, devKeySecret, dropRedisPrefix, newRedisPrefix, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 
 interface Answer {
@@ -246,42 +246,8 @@ describe('two replicas on one Redis', () => {
   });
 });
 
-/** A TCP proxy to Redis that can stop answering: a store that hangs, as a partition looks to the gateway. */
-async function startRedisProxy(): Promise<{ url: string; hang(): void; resume(): void; close(): Promise<void> }> {
-  let hanging = false;
-  const held: Array<() => void> = [];
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = new Socket().connect(6379, '127.0.0.1');
-    sockets.add(client).add(upstream);
-    client.on('data', (chunk: Buffer) => (hanging ? held.push(() => upstream.write(chunk)) : upstream.write(chunk)));
-    upstream.on('data', (chunk: Buffer) => client.write(chunk));
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    hang: () => (hanging = true),
-    resume() {
-      hanging = false;
-      for (const send of held.splice(0)) send();
-    },
-    close: () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
-  };
-}
-
 describe('store_timeout: a stored-key lookup that must ask a store which does not answer', () => {
-  let proxy: Awaited<ReturnType<typeof startRedisProxy>>;
+  let proxy: RedisProxy;
   let gw: TestGateway;
   const prefix = newRedisPrefix();
   before(async () => {
