@@ -4,30 +4,58 @@
  * documents. Every replica keeps a full in-process mirror, so hot-path reads
  * are synchronous and never wait on Redis; writes go to the backing store and
  * every replica's mirror is updated through change notifications.
+ *
+ * Documents in the mirror are deeply frozen: a reader that wants to change one
+ * copies it and writes the copy back with `put`.
  */
 export type Collection = 'orgs' | 'dev_keys' | 'vendor_keys' | 'key_skills' | 'org_policy' | 'transitions';
 
+/** Adding a collection is one entry here (and in the union above); both stores pick it up. */
 export const COLLECTIONS: readonly Collection[] = ['orgs', 'dev_keys', 'vendor_keys', 'key_skills', 'org_policy', 'transitions'];
 
 export type ChangeListener = (collection: Collection, id: string) => void;
 
 export interface DocStore {
-  /** loads the mirror and starts following changes */
+  /** loads the mirror and starts following changes; rejects with a message naming the cause */
   start(): Promise<void>;
   get<T>(collection: Collection, id: string): T | undefined;
   values<T>(collection: Collection): IterableIterator<T>;
-  /** resolves once the write is durable and visible to this replica */
-  put(collection: Collection, id: string, doc: unknown): Promise<void>;
+  /** resolves once the write is durable and visible to this replica (and, with Redis, delivered to every replica) */
+  put(collection: Collection, id: string, doc: object): Promise<void>;
+  /**
+   * Writes only when no document has that id, atomically across replicas.
+   * `current` is what the store holds afterwards: `doc` when created, else
+   * the document that was there (read from the backing store, not the mirror).
+   */
+  create<T extends object>(collection: Collection, id: string, doc: T): Promise<{ created: boolean; current: T }>;
   delete(collection: Collection, id: string): Promise<boolean>;
   /** called for every change, local or from another replica, after the mirror is updated */
   onChange(listener: ChangeListener): void;
   close(): Promise<void>;
 }
 
+/** Where a store reports what it cannot throw to a caller (a listener's bug, a lost connection). */
+export interface StoreLog {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export const SILENT_STORE_LOG: StoreLog = { warn: () => undefined, error: () => undefined };
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
 /** Shared base: the mirror and listener plumbing both implementations use. */
 export class Mirror {
   protected readonly data = new Map<Collection, Map<string, unknown>>(COLLECTIONS.map((c) => [c, new Map()]));
   private readonly listeners: ChangeListener[] = [];
+
+  constructor(protected readonly log: StoreLog = SILENT_STORE_LOG) {}
 
   get<T>(collection: Collection, id: string): T | undefined {
     return this.data.get(collection)?.get(id) as T | undefined;
@@ -41,12 +69,23 @@ export class Mirror {
     this.listeners.push(listener);
   }
 
+  protected has(collection: Collection, id: string): boolean {
+    return this.data.get(collection)?.has(id) ?? false;
+  }
+
   /** sets (or with `undefined`, removes) a document in the mirror and notifies */
   protected apply(collection: Collection, id: string, doc: unknown): void {
     const map = this.data.get(collection);
     if (!map) return;
     if (doc === undefined) map.delete(id);
-    else map.set(id, doc);
-    for (const l of this.listeners) l(collection, id);
+    else map.set(id, deepFreeze(doc));
+    for (const l of this.listeners) {
+      // one faulty listener must not leave the others (or the store) behind
+      try {
+        l(collection, id);
+      } catch (err) {
+        this.log.error({ err, collection, id }, 'store change listener failed');
+      }
+    }
   }
 }

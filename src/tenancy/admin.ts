@@ -4,7 +4,7 @@ import { GatewayError } from '../errors.js';
 import { compileSchema } from '../http/validate.js';
 import type { DocStore } from '../stores/types.js';
 import type { Directory } from './directory.js';
-import { DEV_KEY_SECRET, KEY_ID, hashSecret, newDevKeySecret, newKeyId } from './secrets.js';
+import { DEV_KEY_SECRET, KEY_ID, hashSecret, keyIdForSecret, newDevKeySecret, newKeyId } from './secrets.js';
 import type { DevKey, Org, Plan } from './types.js';
 
 const OrgId = Type.String({ pattern: '^[a-z0-9_-]{1,64}$' });
@@ -61,30 +61,28 @@ export class TenantAdmin {
     private readonly defaultRpsCap: number,
   ) {}
 
-  /** 201 created, 200 when it exists with the same fields, 409 when it differs */
+  /** 201 created, 200 when it exists with the same fields, 409 when it differs (decided atomically across replicas) */
   async upsertOrg(input: Static<typeof OrgInput>): Promise<{ created: boolean; org: Org }> {
     const parent = input.parent_org_id ?? null;
     if (parent !== null) {
-      if (!this.directory.org(parent)) throw new GatewayError('request_error', `parent_org_id ${parent} does not exist`);
+      if (!this.directory.org(parent)) throw new GatewayError('request_error', `parent_org_id: org ${parent} does not exist`, { fields: { field: 'parent_org_id' } });
       if (parent === input.org_id || this.directory.isWithin(parent, input.org_id)) {
-        throw new GatewayError('request_error', 'parent_org_id would make a cycle');
+        throw new GatewayError('request_error', 'parent_org_id: would make a cycle', { fields: { field: 'parent_org_id' } });
       }
     }
     const wanted = { org_id: input.org_id, parent_org_id: parent, plan: (input.plan ?? 'team') as Plan, rps_cap: input.rps_cap ?? this.defaultRpsCap };
-    const existing = this.directory.org(input.org_id);
-    if (existing) {
-      const same = existing.parent_org_id === wanted.parent_org_id && existing.plan === wanted.plan && existing.rps_cap === wanted.rps_cap;
-      if (!same) throw new GatewayError('conflict', `org ${input.org_id} exists with different fields`);
-      return { created: false, org: existing };
-    }
     const org: Org = { ...wanted, created_at: new Date().toISOString() };
-    await this.store.put('orgs', org.org_id, org);
-    return { created: true, org };
+    const { created, current } = await this.store.create('orgs', org.org_id, org);
+    if (created) return { created, org: current };
+    const same = current.parent_org_id === wanted.parent_org_id && current.plan === wanted.plan && current.rps_cap === wanted.rps_cap;
+    if (!same) throw new GatewayError('conflict', `org ${input.org_id} exists with different fields`);
+    return { created, org: current };
   }
 
   async createKey(input: Static<typeof DevKeyInput>, secret = newDevKeySecret(), keyId = newKeyId()): Promise<{ key: DevKey; api_key: string }> {
-    if (!this.directory.org(input.org_id)) throw new GatewayError('request_error', `org ${input.org_id} does not exist`);
+    if (!this.directory.org(input.org_id)) throw new GatewayError('request_error', `org_id: org ${input.org_id} does not exist`, { fields: { field: 'org_id' } });
     const devKeyId = input.dev_key_id ?? keyId;
+    // dev_key_id uniqueness is checked against this replica's mirror: two replicas racing on the same new id is not excluded
     if (this.directory.key(devKeyId) || this.directory.key(keyId)) throw new GatewayError('conflict', `key ${devKeyId} already exists`);
     const key: DevKey = {
       key_id: keyId,
@@ -96,44 +94,59 @@ export class TenantAdmin {
       expires_at: input.expires_at ?? null,
       revoked_at: null,
     };
-    await this.store.put('dev_keys', key.key_id, key);
-    return { key, api_key: secret };
+    const { created, current } = await this.store.create('dev_keys', key.key_id, key);
+    // the same secret under the same id is the same key (GW_BOOTSTRAP applied by two replicas at once)
+    if (!created && current.secret_hash !== key.secret_hash) throw new GatewayError('conflict', `key ${keyId} already exists`);
+    return { key: current, api_key: secret };
   }
 
   async revoke(input: Static<typeof RevokeInput>): Promise<DevKey> {
     const id = input.key_id ?? input.dev_key_id;
-    if (id === undefined) throw new GatewayError('request_error', 'key_id or dev_key_id is required');
+    if (id === undefined) throw new GatewayError('request_error', 'key_id: key_id or dev_key_id is required', { fields: { field: 'key_id' } });
     const key = this.directory.key(id);
     if (!key) throw new GatewayError('not_found', `no key ${id}`);
+    if (input.key_id !== undefined && input.dev_key_id !== undefined && key.dev_key_id !== input.dev_key_id) {
+      throw new GatewayError('request_error', 'dev_key_id: names another key than key_id', { fields: { field: 'dev_key_id' } });
+    }
     if (key.revoked_at !== null) return key;
     const revoked = { ...key, revoked_at: new Date().toISOString() };
     await this.store.put('dev_keys', key.key_id, revoked);
     return revoked;
   }
 
-  /** Applies a GW_BOOTSTRAP file; running it again changes nothing. */
+  /**
+   * Applies a GW_BOOTSTRAP file; running it again changes nothing. Any problem
+   * is an Error naming GW_BOOTSTRAP and the file, meant to stop start-up.
+   */
   async bootstrap(path: string): Promise<{ orgs: number; keys: number }> {
-    let parsed: unknown;
     try {
-      parsed = JSON.parse(await readFile(path, 'utf8'));
+      return await this.applyBootstrap(parseBootstrap(JSON.parse(await readFile(path, 'utf8')), 'GW_BOOTSTRAP'));
     } catch (err) {
-      throw new Error(`GW_BOOTSTRAP: cannot read ${path}: ${(err as Error).message}`, { cause: err });
+      throw new Error(`GW_BOOTSTRAP: cannot apply ${path}: ${(err as Error).message}`, { cause: err });
     }
-    const file = parseBootstrap(parsed, 'GW_BOOTSTRAP');
+  }
+
+  private async applyBootstrap(file: Static<typeof BootstrapFile>): Promise<{ orgs: number; keys: number }> {
     let orgs = 0;
     let keys = 0;
-    // parents first, whatever order the file lists them in
+    // parents first, whatever order the file lists them in; an unknown parent fails in upsertOrg
     const pending = [...(file.orgs ?? [])];
     while (pending.length > 0) {
       const ready = pending.findIndex((o) => !o.parent_org_id || this.directory.org(o.parent_org_id) || !pending.some((p) => p.org_id === o.parent_org_id));
-      const [org] = pending.splice(ready === -1 ? 0 : ready, 1);
+      const [org] = pending.splice(Math.max(ready, 0), 1);
       if (!org) break;
       if ((await this.upsertOrg(org)).created) orgs++;
     }
     for (const k of file.dev_keys ?? []) {
-      if (this.directory.keyBySecretHash(hashSecret(k.api_key))) continue;
       const { api_key, key_id, ...rest } = k;
-      await this.createKey(rest, api_key, key_id);
+      const existing = this.directory.keyBySecretHash(hashSecret(api_key));
+      if (existing) {
+        if (existing.org_id !== k.org_id || (key_id !== undefined && existing.key_id !== key_id)) {
+          throw new GatewayError('conflict', `dev_keys: the secret of ${key_id ?? k.dev_key_id ?? 'a key'} already belongs to key ${existing.key_id} of org ${existing.org_id}`);
+        }
+        continue;
+      }
+      await this.createKey(rest, api_key, key_id ?? keyIdForSecret(api_key));
       keys++;
     }
     return { orgs, keys };

@@ -2,13 +2,19 @@ import type { DocStore } from '../stores/types.js';
 import { hashSecret } from './secrets.js';
 import type { DevKey, Org } from './types.js';
 
+interface Indexed {
+  key: DevKey;
+  /** expires_at parsed once, so the hot path compares numbers */
+  expiresAtMs: number;
+}
+
 /**
  * Hot-path lookups of orgs and developer keys, answered from memory. Indexes
  * follow the store's change notifications, so a revocation through any
  * replica is obeyed by this one on its next request.
  */
 export class Directory {
-  private readonly byHash = new Map<string, DevKey>();
+  private readonly byHash = new Map<string, Indexed>();
   private readonly byDevKeyId = new Map<string, DevKey>();
   /** the version of each key currently in the indexes */
   private readonly indexed = new Map<string, DevKey>();
@@ -23,11 +29,10 @@ export class Directory {
 
   /** The active key for a presented secret, or undefined (unknown, revoked or expired alike). */
   authenticate(secret: string, now = Date.now()): { key: DevKey; org: Org } | undefined {
-    const key = this.byHash.get(hashSecret(secret));
-    if (!key || key.revoked_at !== null) return undefined;
-    if (key.expires_at !== null && Date.parse(key.expires_at) <= now) return undefined;
-    const org = this.org(key.org_id);
-    return org ? { key, org } : undefined;
+    const found = this.byHash.get(hashSecret(secret));
+    if (!found || found.key.revoked_at !== null || found.expiresAtMs <= now) return undefined;
+    const org = this.org(found.key.org_id);
+    return org ? { key: found.key, org } : undefined;
   }
 
   org(orgId: string): Org | undefined {
@@ -40,7 +45,7 @@ export class Directory {
   }
 
   keyBySecretHash(hash: string): DevKey | undefined {
-    return this.byHash.get(hash);
+    return this.byHash.get(hash)?.key;
   }
 
   keysOf(orgId: string): DevKey[] {
@@ -61,12 +66,15 @@ export class Directory {
 
   private index(old: DevKey | undefined, next: DevKey | undefined): void {
     if (old) {
-      this.byHash.delete(old.secret_hash);
-      this.byDevKeyId.delete(old.dev_key_id);
+      // another key may have taken the slot meanwhile (a racing write): leave it
+      if (this.byHash.get(old.secret_hash)?.key === old) this.byHash.delete(old.secret_hash);
+      if (this.byDevKeyId.get(old.dev_key_id) === old) this.byDevKeyId.delete(old.dev_key_id);
       this.indexed.delete(old.key_id);
     }
     if (next) {
-      this.byHash.set(next.secret_hash, next);
+      const expiresAtMs = next.expires_at === null ? Infinity : Date.parse(next.expires_at);
+      // an unparseable expiry fails closed
+      this.byHash.set(next.secret_hash, { key: next, expiresAtMs: Number.isNaN(expiresAtMs) ? -Infinity : expiresAtMs });
       this.byDevKeyId.set(next.dev_key_id, next);
       this.indexed.set(next.key_id, next);
     }

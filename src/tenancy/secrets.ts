@@ -22,6 +22,18 @@ export const newDevKeySecret = (): string => `gw_${randomFrom(BASE62, 40)}`;
 export const newKeyId = (): string => `key_${randomFrom(BASE32, 20)}`;
 export const hashSecret = (secret: string): string => createHash('sha256').update(secret).digest('hex');
 
+/**
+ * The key_id of a bootstrapped key given without one: derived from its secret
+ * (one-way, domain-separated), so every replica or host applying the same
+ * GW_BOOTSTRAP file writes the same id and never a duplicate key.
+ */
+export function keyIdForSecret(secret: string): string {
+  const digest = createHash('sha256').update(`gw-bootstrap-key-id:${secret}`).digest();
+  let out = 'key_';
+  for (let i = 0; i < 20; i++) out += BASE32[digest[i]! % 32];
+  return out;
+}
+
 /** Constant-time equality for secrets of any length (compares digests). */
 export function secretEquals(a: string, b: string): boolean {
   const da = createHash('sha256').update(a).digest();

@@ -1,76 +1,109 @@
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { COLLECTIONS, Mirror, type Collection, type DocStore } from '../types.js';
+import { COLLECTIONS, Mirror, type Collection, type DocStore, type StoreLog } from '../types.js';
 
 const FILE = 'state.json';
+const TMP_PREFIX = `${FILE}.`;
+const TMP_SUFFIX = '.tmp';
 
 /**
  * In-process store. With a data directory every write is persisted as one JSON
- * file, written to a temporary file, fsynced and renamed over the old one, so
- * a crash mid-write leaves the previous state whole. Concurrent writes share a
- * flush.
+ * file, written to a temporary file, fsynced and renamed over the old one (then
+ * the directory fsynced), so a crash mid-write leaves the previous state whole.
+ * Writes that arrive while a flush runs share the next one.
  */
 export class EmbeddedDocStore extends Mirror implements DocStore {
+  /** bumped by every change; a write is durable once `flushedSeq` reaches its number */
+  private changeSeq = 0;
+  private flushedSeq = 0;
   private flushing: Promise<void> | undefined;
-  private dirty = false;
+  /** collections in the file this version does not know (written by a newer one): carried over untouched */
+  private foreign: Record<string, unknown> = {};
 
-  constructor(private readonly dir?: string) {
-    super();
+  constructor(
+    private readonly dir?: string,
+    log?: StoreLog,
+  ) {
+    super(log);
   }
 
   async start(): Promise<void> {
     if (!this.dir) return;
     await mkdir(this.dir, { recursive: true });
+    await this.removeStaleTempFiles();
+    const path = join(this.dir, FILE);
     let text: string;
     try {
-      text = await readFile(join(this.dir, FILE), 'utf8');
+      text = await readFile(path, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw err;
+      throw new Error(`GW_DATA_DIR: cannot read ${path}: ${(err as Error).message}`, { cause: err });
     }
-    const parsed = JSON.parse(text) as Record<string, Record<string, unknown>>;
-    for (const c of COLLECTIONS) {
-      for (const [id, doc] of Object.entries(parsed[c] ?? {})) this.data.get(c)?.set(id, doc);
+    const { known, foreign } = parseState(text, path);
+    this.foreign = foreign;
+    for (const [c, docs] of Object.entries(known)) {
+      for (const [id, doc] of Object.entries(docs)) this.apply(c as Collection, id, doc);
     }
   }
 
-  async put(collection: Collection, id: string, doc: unknown): Promise<void> {
-    this.apply(collection, id, structuredClone(doc));
-    await this.persist();
+  async put(collection: Collection, id: string, doc: object): Promise<void> {
+    await this.change(collection, id, structuredClone(doc));
+  }
+
+  async create<T extends object>(collection: Collection, id: string, doc: T): Promise<{ created: boolean; current: T }> {
+    const existing = this.get<T>(collection, id);
+    if (existing !== undefined) return { created: false, current: existing };
+    await this.change(collection, id, structuredClone(doc));
+    return { created: true, current: this.get<T>(collection, id) ?? doc };
   }
 
   async delete(collection: Collection, id: string): Promise<boolean> {
-    const existed = this.data.get(collection)?.has(id) ?? false;
-    if (!existed) return false;
-    this.apply(collection, id, undefined);
-    await this.persist();
+    if (!this.has(collection, id)) return false;
+    await this.change(collection, id, undefined);
     return true;
   }
 
   async close(): Promise<void> {
-    await this.flushing;
+    await this.flushing?.catch(() => undefined);
   }
 
-  private async persist(): Promise<void> {
+  /**
+   * Applies a change and waits until it is on disk. When the flush fails, the
+   * change is undone (unless something newer replaced it) and the caller gets
+   * the error: an acknowledged write is a persisted one.
+   */
+  private async change(collection: Collection, id: string, doc: unknown): Promise<void> {
+    const previous = this.get(collection, id);
+    this.apply(collection, id, doc);
     if (!this.dir) return;
-    this.dirty = true;
-    // a flush already under way may have serialized before this write: wait, then flush again
-    while (this.dirty) {
+    const applied = this.get(collection, id);
+    const seq = ++this.changeSeq;
+    try {
+      await this.flushThrough(seq);
+    } catch (err) {
+      if (this.get(collection, id) === applied) this.apply(collection, id, previous);
+      throw new Error(`GW_DATA_DIR: cannot persist ${collection}/${id}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  private async flushThrough(seq: number): Promise<void> {
+    while (this.flushedSeq < seq) {
       if (this.flushing) {
-        await this.flushing;
+        await this.flushing.catch(() => undefined);
         continue;
       }
-      this.dirty = false;
+      const upTo = this.changeSeq;
       this.flushing = this.writeFile().finally(() => (this.flushing = undefined));
       await this.flushing;
+      this.flushedSeq = Math.max(this.flushedSeq, upTo);
     }
   }
 
   private async writeFile(): Promise<void> {
     const dir = this.dir as string;
-    const snapshot: Record<string, Record<string, unknown>> = {};
+    const snapshot: Record<string, unknown> = { ...this.foreign };
     for (const c of COLLECTIONS) snapshot[c] = Object.fromEntries(this.data.get(c) ?? []);
-    const tmp = join(dir, `${FILE}.${process.pid}.tmp`);
+    const tmp = join(dir, `${TMP_PREFIX}${process.pid}${TMP_SUFFIX}`);
     const fh = await open(tmp, 'w', 0o600);
     try {
       await fh.writeFile(JSON.stringify(snapshot));
@@ -86,4 +119,32 @@ export class EmbeddedDocStore extends Mirror implements DocStore {
       await dh.close();
     }
   }
+
+  /** leftovers of a write interrupted by a crash: never read, removed so they do not pile up */
+  private async removeStaleTempFiles(): Promise<void> {
+    const dir = this.dir as string;
+    for (const name of await readdir(dir)) {
+      if (name.startsWith(TMP_PREFIX) && name.endsWith(TMP_SUFFIX)) await unlink(join(dir, name)).catch(() => undefined);
+    }
+  }
+}
+
+/** A state file that does not parse is a start-up error: starting empty would silently drop every tenant. */
+function parseState(text: string, path: string): { known: Record<string, Record<string, unknown>>; foreign: Record<string, unknown> } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`GW_DATA_DIR: ${path} is not valid JSON (${(err as Error).message}); restore it from a backup or move it away to start empty`, { cause: err });
+  }
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!isObject(parsed)) throw new Error(`GW_DATA_DIR: ${path} must hold a JSON object of collections`);
+  const known: Record<string, Record<string, unknown>> = {};
+  const foreign: Record<string, unknown> = {};
+  for (const [c, docs] of Object.entries(parsed)) {
+    if (!COLLECTIONS.includes(c as Collection)) foreign[c] = docs;
+    else if (!isObject(docs)) throw new Error(`GW_DATA_DIR: ${path}: collection ${c} must be a JSON object of documents`);
+    else known[c] = docs;
+  }
+  return { known, foreign };
 }

@@ -1,112 +1,241 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { COLLECTIONS, Mirror, type Collection, type DocStore } from '../types.js';
+import { GatewayError } from '../../errors.js';
+import { COLLECTIONS, Mirror, type Collection, type DocStore, type StoreLog } from '../types.js';
+import { DOC_SCRIPTS, type DocScript } from './doc-scripts.js';
 import type { RedisKeys } from './prefixes.js';
 
 /** How long a writer waits for its own change to come back through pub/sub. */
 const ECHO_WAIT_MS = 1000;
+/** Bound on one store command; past it a write answers 504 store_timeout. */
+const COMMAND_TIMEOUT_MS = 5000;
+const CONNECT_TIMEOUT_MS = 5000;
+
+type ScriptedRedis = Redis & Record<DocScript, (hash: string, channel: string, id: string, doc: string, message: string) => Promise<number | string>>;
+
+/** A change as published: [op, collection, id, writer token, document or null]. */
+type ChangeMessage = ['p' | 'd', string, string, string, unknown];
 
 /**
- * Redis-backed store: one hash per collection, a pub/sub channel announcing
- * every change. Each replica mirrors all collections and refetches a document
- * when told it changed; after a reconnect it reloads everything, since
- * messages published while it was away are lost.
+ * Redis-backed store: one hash per collection, one pub/sub channel announcing
+ * every change with the document inline. Writes change the hash and publish in
+ * one Lua script, so the channel carries the writes in their Redis order; every
+ * replica, the writer included, applies the messages in turn. A writer returns
+ * once its own message came back: Redis has then delivered it to every
+ * subscribed replica. After a reconnect of the subscriber (messages sent
+ * meanwhile are lost) a replica reloads everything.
  */
 export class RedisDocStore extends Mirror implements DocStore {
-  private readonly cmd: Redis;
+  private readonly cmd: ScriptedRedis;
   private readonly sub: Redis;
   private readonly origin = randomUUID();
   private readonly echoes = new Map<string, () => void>();
   private seq = 0;
-  private readyOnce = false;
+  /** while a reload runs, messages wait here and are applied after the snapshot */
+  private buffered: string[] | undefined;
+  private resyncing: Promise<void> | undefined;
+  private started = false;
+  private closed = false;
+  private lastError: Error | undefined;
 
   constructor(
-    url: string,
+    private readonly url: string,
     private readonly keys: RedisKeys,
+    log?: StoreLog,
   ) {
-    super();
-    this.cmd = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true });
-    this.sub = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null });
+    super(log);
+    const common = { lazyConnect: true, connectTimeout: CONNECT_TIMEOUT_MS } as const;
+    // connection names let an operator (and the tests) tell the store's connections apart in CLIENT LIST
+    this.cmd = new Redis(url, { ...common, connectionName: `${keys.docChannel}:cmd`, maxRetriesPerRequest: 1, commandTimeout: COMMAND_TIMEOUT_MS }) as ScriptedRedis;
+    for (const [name, lua] of Object.entries(DOC_SCRIPTS)) this.cmd.defineCommand(name, { numberOfKeys: 2, lua });
+    // resubscribing is ours to do: the reload must start only once the subscription is live again
+    this.sub = new Redis(url, { ...common, connectionName: `${keys.docChannel}:sub`, maxRetriesPerRequest: null, autoResubscribe: false });
   }
 
   async start(): Promise<void> {
-    await this.cmd.connect();
-    await this.sub.connect();
-    this.sub.on('message', (_channel: string, message: string) => void this.onMessage(message));
+    this.watch(this.cmd, 'command');
+    this.watch(this.sub, 'subscriber');
+    this.sub.on('message', (_channel: string, message: string) => this.onMessage(message));
     this.sub.on('ready', () => {
-      if (this.readyOnce) void this.reload();
+      // a failed reload is logged inside and retried on the next reconnect
+      if (this.started && !this.closed) this.resync().catch(() => undefined);
     });
-    await this.sub.subscribe(this.keys.docChannel);
-    await this.reload();
-    this.readyOnce = true;
+    try {
+      await Promise.all([this.cmd.connect(), this.sub.connect()]);
+      await this.resync();
+    } catch (err) {
+      this.cmd.disconnect();
+      this.sub.disconnect();
+      // ioredis reports a refused connection as "Connection is closed"; the socket error says why
+      const reason = (this.lastError ?? (err as Error)).message;
+      throw new Error(`GW_REDIS_URL: cannot use Redis at ${redactUrl(this.url)}: ${reason}`, { cause: err });
+    }
+    this.started = true;
   }
 
-  async put(collection: Collection, id: string, doc: unknown): Promise<void> {
+  async put(collection: Collection, id: string, doc: object): Promise<void> {
+    await this.write('gwDocPut', 'p', collection, id, JSON.stringify(doc));
+  }
+
+  async create<T extends object>(collection: Collection, id: string, doc: T): Promise<{ created: boolean; current: T }> {
     const text = JSON.stringify(doc);
-    await this.cmd.hset(this.keys.doc(collection), id, text);
-    this.apply(collection, id, JSON.parse(text));
-    await this.announce(collection, id);
+    const wrote = await this.write('gwDocCreate', 'p', collection, id, text);
+    if (typeof wrote === 'string') return { created: false, current: JSON.parse(wrote) as T };
+    return { created: true, current: this.get<T>(collection, id) ?? (JSON.parse(text) as T) };
   }
 
   async delete(collection: Collection, id: string): Promise<boolean> {
-    const n = await this.cmd.hdel(this.keys.doc(collection), id);
-    this.apply(collection, id, undefined);
-    await this.announce(collection, id);
-    return n > 0;
+    return (await this.write('gwDocDelete', 'd', collection, id, undefined)) === true;
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    for (const release of this.echoes.values()) release();
+    this.echoes.clear();
     this.sub.disconnect();
-    await this.cmd.quit().catch(() => undefined);
+    await this.cmd.quit().catch(() => this.cmd.disconnect());
   }
 
   /**
-   * Publishes the change and waits (bounded) until it comes back to us: Redis
-   * has then delivered it to every subscribed replica, so a write acknowledged
-   * to the caller is seen by the next request on any replica.
+   * Runs a write script and waits (bounded) until its message comes back.
+   * When the echo is late (the subscriber is reconnecting) the change is
+   * applied here so this replica reads its own write; the reload that follows
+   * the reconnect puts everything in Redis order again.
    */
-  private async announce(collection: Collection, id: string): Promise<void> {
+  private async write(script: DocScript, op: 'p' | 'd', collection: Collection, id: string, text: string | undefined): Promise<true | false | string> {
     const token = `${this.origin}:${++this.seq}`;
-    const echoed = new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.echoes.delete(token);
-        resolve();
-      }, ECHO_WAIT_MS);
-      this.echoes.set(token, () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    await this.cmd.publish(this.keys.docChannel, JSON.stringify([collection, id, token]));
-    await echoed;
-  }
-
-  private async onMessage(message: string): Promise<void> {
-    let parsed: [Collection, string, string];
+    const message = `[${JSON.stringify(op)},${JSON.stringify(collection)},${JSON.stringify(id)},${JSON.stringify(token)},${text ?? 'null'}]`;
+    const echo = this.expectEcho(token);
+    let wrote: number | string;
     try {
-      parsed = JSON.parse(message) as [Collection, string, string];
-    } catch {
-      return;
+      wrote = await this.cmd[script](this.keys.doc(collection), this.keys.docChannel, id, text ?? '', message);
+    } catch (err) {
+      echo.cancel();
+      throw new GatewayError('store_timeout', `the configuration store did not take the write: ${(err as Error).message}`, { cause: err });
     }
-    const [collection, id, token] = parsed;
-    const echo = this.echoes.get(token);
-    if (echo) {
-      this.echoes.delete(token);
-      echo();
-      return;
+    if (wrote !== 1) {
+      echo.cancel();
+      return wrote === 0 ? false : String(wrote);
     }
-    if (!COLLECTIONS.includes(collection)) return;
-    const text = await this.cmd.hget(this.keys.doc(collection), id);
-    this.apply(collection, id, text === null ? undefined : JSON.parse(text));
+    if (!(await echo.arrived)) {
+      this.log.warn({ collection, id, waited_ms: ECHO_WAIT_MS }, 'store change not echoed in time; applied locally');
+      this.apply(collection, id, text === undefined ? undefined : JSON.parse(text));
+    }
+    return true;
   }
 
-  private async reload(): Promise<void> {
-    for (const c of COLLECTIONS) {
-      const all = await this.cmd.hgetall(this.keys.doc(c));
-      const map = this.data.get(c);
-      if (!map) continue;
-      for (const id of [...map.keys()]) if (!(id in all)) this.apply(c, id, undefined);
-      for (const [id, text] of Object.entries(all)) this.apply(c, id, JSON.parse(text));
+  private expectEcho(token: string): { arrived: Promise<boolean>; cancel(): void } {
+    let settle: (arrived: boolean) => void = () => undefined;
+    const arrived = new Promise<boolean>((resolve) => (settle = resolve));
+    const timer = setTimeout(() => {
+      this.echoes.delete(token);
+      settle(false);
+    }, ECHO_WAIT_MS);
+    this.echoes.set(token, () => {
+      clearTimeout(timer);
+      settle(true);
+    });
+    return {
+      arrived,
+      cancel: () => {
+        clearTimeout(timer);
+        this.echoes.delete(token);
+      },
+    };
+  }
+
+  private onMessage(message: string): void {
+    if (this.buffered) this.buffered.push(message);
+    else this.applyMessage(message);
+  }
+
+  private applyMessage(message: string): void {
+    let parsed: ChangeMessage;
+    try {
+      parsed = JSON.parse(message) as ChangeMessage;
+    } catch {
+      this.log.warn({ channel: this.keys.docChannel }, 'ignored a malformed store change message');
+      return;
     }
+    const [op, collection, id, token, doc] = parsed;
+    // a collection this version does not know comes from a newer replica: not ours to mirror
+    if (COLLECTIONS.includes(collection as Collection)) this.apply(collection as Collection, id, op === 'd' ? undefined : doc);
+    const release = this.echoes.get(token);
+    if (release) {
+      this.echoes.delete(token);
+      release();
+    }
+  }
+
+  /** One reload at a time; a reconnect during a reload runs another after it. */
+  private resync(): Promise<void> {
+    const run = (this.resyncing ?? Promise.resolve()).then(() => this.reload());
+    const tracked = run.finally(() => {
+      if (this.resyncing === tracked) this.resyncing = undefined;
+    });
+    this.resyncing = tracked.catch(() => undefined);
+    return tracked;
+  }
+
+  /**
+   * Subscribes, then snapshots every collection; messages arriving meanwhile
+   * are held and applied after the snapshot. Each held message is at least as
+   * new as the snapshot's view of its document or older with a newer message
+   * after it, so replaying them in order ends in Redis's state.
+   */
+  private async reload(): Promise<void> {
+    const held: string[] = [];
+    this.buffered = held;
+    try {
+      await this.sub.subscribe(this.keys.docChannel);
+      const replies = await this.cmd.multi(COLLECTIONS.map((c) => ['hgetall', this.keys.doc(c)])).exec();
+      COLLECTIONS.forEach((c, i) => {
+        const [err, all] = replies?.[i] ?? [new Error('no reply')];
+        if (err) throw err;
+        this.replaceCollection(c, all as Record<string, string>);
+      });
+    } catch (err) {
+      if (this.started) this.log.error({ err }, 'store reload after reconnect failed; retrying on the next reconnect');
+      throw err;
+    } finally {
+      this.buffered = undefined;
+      for (const m of held) this.applyMessage(m);
+    }
+  }
+
+  private replaceCollection(collection: Collection, all: Record<string, string>): void {
+    const map = this.data.get(collection);
+    if (!map) return;
+    for (const id of [...map.keys()]) if (!(id in all)) this.apply(collection, id, undefined);
+    for (const [id, text] of Object.entries(all)) {
+      const current = map.get(id);
+      // unchanged documents keep their identity and fire no change
+      if (current === undefined || JSON.stringify(current) !== text) this.apply(collection, id, JSON.parse(text));
+    }
+  }
+
+  /** Logs a lost connection once per outage rather than on every retry. */
+  private watch(conn: Redis, role: string): void {
+    let down = false;
+    conn.on('error', (err: Error) => {
+      this.lastError = err;
+      if (down || !this.started || this.closed) return;
+      down = true;
+      this.log.warn({ role, err: err.message }, 'redis connection lost; retrying');
+    });
+    conn.on('ready', () => {
+      if (down) this.log.warn({ role }, 'redis connection back');
+      down = false;
+    });
+  }
+}
+
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'the configured URL';
   }
 }

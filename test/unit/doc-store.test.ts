@@ -1,0 +1,406 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { GatewayError } from '../../src/errors.js';
+import { EmbeddedDocStore } from '../../src/stores/embedded/doc-store.js';
+import { RedisDocStore } from '../../src/stores/redis/doc-store.js';
+import { redisKeys } from '../../src/stores/redis/prefixes.js';
+import type { DocStore } from '../../src/stores/types.js';
+import { dropRedisPrefix, newRedisPrefix, REDIS_URL } from '../helpers/gateway.js';
+
+interface Doc {
+  n: number;
+  tags?: string[];
+}
+
+/**
+ * One backing store (a data dir, a Redis namespace, or nothing) that several
+ * store instances can open: `open()` is another replica, or the same one
+ * after a restart.
+ */
+interface Backing {
+  name: string;
+  /** several live instances see each other's writes (Redis) */
+  shared: boolean;
+  /** a new instance sees what a closed one wrote */
+  persistent: boolean;
+  open(): Promise<DocStore>;
+  cleanup(): Promise<void>;
+}
+
+const opened: DocStore[] = [];
+
+/**
+ * When put resolves, Redis has written the change to every replica's
+ * connection. Replicas in other processes read it before a client's next
+ * request can reach them; replicas sharing this test's event loop read it in
+ * the same poll round, which may come after the writer's: let it run.
+ */
+const sameProcessTurn = () => new Promise((r) => setImmediate(r));
+
+async function started(store: DocStore): Promise<DocStore> {
+  await store.start();
+  opened.push(store);
+  return store;
+}
+
+const backings: Array<() => Promise<Backing>> = [
+  async () => ({ name: 'embedded, no data dir', shared: false, persistent: false, open: () => started(new EmbeddedDocStore()), cleanup: async () => undefined }),
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gw-docs-'));
+    return { name: 'embedded, data dir', shared: false, persistent: true, open: () => started(new EmbeddedDocStore(dir)), cleanup: () => rm(dir, { recursive: true, force: true }) };
+  },
+  async () => {
+    const prefix = newRedisPrefix();
+    return { name: 'redis', shared: true, persistent: true, open: () => started(new RedisDocStore(REDIS_URL, redisKeys(prefix))), cleanup: () => dropRedisPrefix(prefix) };
+  },
+];
+
+after(async () => {
+  await Promise.all(opened.map((s) => s.close()));
+});
+
+for (const makeBacking of backings) {
+  describe(`DocStore contract`, async () => {
+    const backing = await makeBacking();
+    after(() => backing.cleanup());
+
+    describe(backing.name, () => {
+      it('puts, gets and lists documents; the mirror holds frozen copies', async () => {
+        const store = await backing.open();
+        const doc: Doc = { n: 1, tags: ['a'] };
+        await store.put('orgs', 'o1', doc);
+        doc.tags?.push('mutated after put');
+        const got = store.get<Doc>('orgs', 'o1');
+        assert.deepEqual(got, { n: 1, tags: ['a'] });
+        assert.ok(Object.isFrozen(got) && Object.isFrozen(got?.tags));
+        assert.throws(() => (got as Doc).tags?.push('x'), TypeError);
+        await store.put('orgs', 'o2', { n: 2 });
+        assert.deepEqual([...store.values<Doc>('orgs')].map((d) => d.n).sort(), [1, 2]);
+        assert.equal(store.get('dev_keys', 'o1'), undefined, 'collections are separate');
+      });
+
+      it('create writes only once and returns what is there', async () => {
+        const store = await backing.open();
+        const changes: string[] = [];
+        store.onChange((c, id) => changes.push(`${c}/${id}`));
+        assert.deepEqual(await store.create<Doc>('dev_keys', 'k1', { n: 1 }), { created: true, current: { n: 1 } });
+        assert.deepEqual(await store.create<Doc>('dev_keys', 'k1', { n: 2 }), { created: false, current: { n: 1 } });
+        assert.deepEqual(store.get('dev_keys', 'k1'), { n: 1 });
+        assert.deepEqual(changes, ['dev_keys/k1']);
+      });
+
+      it('deletes and says whether something was there', async () => {
+        const store = await backing.open();
+        await store.put('vendor_keys', 'v1', { n: 1 });
+        assert.equal(await store.delete('vendor_keys', 'v1'), true);
+        assert.equal(store.get('vendor_keys', 'v1'), undefined);
+        assert.equal(await store.delete('vendor_keys', 'v1'), false);
+      });
+
+      it('notifies listeners of its own writes after the mirror changed; a throwing listener harms nobody', async () => {
+        const store = await backing.open();
+        const seen: Array<[string, string, unknown]> = [];
+        store.onChange(() => {
+          throw new Error('listener bug');
+        });
+        store.onChange((c, id) => seen.push([c, id, store.get(c, id)]));
+        await store.put('key_skills', 's1', { n: 7 });
+        await store.delete('key_skills', 's1');
+        assert.deepEqual(seen, [
+          ['key_skills', 's1', { n: 7 }],
+          ['key_skills', 's1', undefined],
+        ]);
+      });
+
+      it('every collection named in COLLECTIONS works', async () => {
+        const store = await backing.open();
+        for (const c of ['orgs', 'dev_keys', 'vendor_keys', 'key_skills', 'org_policy', 'transitions'] as const) {
+          await store.put(c, 'every', { n: 1 });
+          assert.deepEqual(store.get(c, 'every'), { n: 1 });
+        }
+      });
+
+      it('concurrent writes to one document end in one agreed state', async () => {
+        const store = await backing.open();
+        const writers = backing.shared ? [store, await backing.open()] : [store];
+        await Promise.all(Array.from({ length: 40 }, (_, i) => writers[i % writers.length]!.put('org_policy', 'hot', { n: i })));
+        await sameProcessTurn();
+        const values = writers.map((w) => w.get<Doc>('org_policy', 'hot')?.n);
+        assert.ok(values[0] !== undefined);
+        assert.equal(new Set(values).size, 1, `replicas disagree: ${values.join(', ')}`);
+        if (backing.persistent) {
+          await store.close();
+          const reopened = await backing.open();
+          assert.equal(reopened.get<Doc>('org_policy', 'hot')?.n, values[0], 'the mirror agrees with the backing store');
+        }
+      });
+
+      it('concurrent creates of one id: exactly one wins', async () => {
+        const a = await backing.open();
+        const writers = backing.shared ? [a, await backing.open()] : [a];
+        const results = await Promise.all(Array.from({ length: 10 }, (_, i) => writers[i % writers.length]!.create<Doc>('orgs', 'race', { n: i })));
+        assert.equal(results.filter((r) => r.created).length, 1);
+        const winner = results.find((r) => r.created)?.current.n;
+        for (const r of results) assert.equal(r.current.n, winner);
+      });
+
+      if (backing.persistent) {
+        it('a new instance starts with what was written', async () => {
+          const first = await backing.open();
+          await first.put('transitions', 't1', { n: 1 });
+          await first.put('transitions', 't2', { n: 2 });
+          await first.delete('transitions', 't2');
+          await first.close();
+          const second = await backing.open();
+          assert.deepEqual(second.get('transitions', 't1'), { n: 1 });
+          assert.equal(second.get('transitions', 't2'), undefined);
+        });
+      }
+
+      if (backing.shared) {
+        it('a write is in every replica mirror when put resolves', async () => {
+          const a = await backing.open();
+          const b = await backing.open();
+          for (let i = 0; i < 20; i++) {
+            await a.put('dev_keys', 'seen', { n: i });
+            await sameProcessTurn();
+            assert.equal(b.get<Doc>('dev_keys', 'seen')?.n, i, `replica b missed write ${i}`);
+          }
+          await b.delete('dev_keys', 'seen');
+          await sameProcessTurn();
+          assert.equal(a.get('dev_keys', 'seen'), undefined);
+        });
+
+        it('replicas notify listeners of changes made elsewhere', async () => {
+          const a = await backing.open();
+          const b = await backing.open();
+          const seen: string[] = [];
+          b.onChange((c, id) => seen.push(`${c}/${id}`));
+          await a.put('org_policy', 'elsewhere', { n: 1 });
+          await sameProcessTurn();
+          assert.deepEqual(seen, ['org_policy/elsewhere']);
+        });
+      }
+    });
+  });
+}
+
+describe('EmbeddedDocStore on disk', () => {
+  const dirs: string[] = [];
+  const newDir = async () => {
+    const d = await mkdtemp(join(tmpdir(), 'gw-embedded-'));
+    dirs.push(d);
+    return d;
+  };
+  after(() => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
+
+  it('each put resolves only once its own write is in state.json (concurrent writes share flushes)', async () => {
+    const dir = await newDir();
+    const store = new EmbeddedDocStore(dir);
+    await store.start();
+    const checks = Array.from({ length: 30 }, (_, i) =>
+      store.put('orgs', `o${i}`, { n: i }).then(async () => {
+        const onDisk = JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')) as { orgs: Record<string, Doc> };
+        return onDisk.orgs[`o${i}`]?.n === i;
+      }),
+    );
+    assert.deepEqual(await Promise.all(checks), Array(30).fill(true));
+    await store.close();
+  });
+
+  it('a garbage temporary file left by a crash is ignored and removed; the state is whole', async () => {
+    const dir = await newDir();
+    const first = new EmbeddedDocStore(dir);
+    await first.start();
+    await first.put('orgs', 'kept', { n: 1 });
+    await first.close();
+    await writeFile(join(dir, 'state.json.99999.tmp'), '{"orgs":{"kept":{"n":');
+    const second = new EmbeddedDocStore(dir);
+    await second.start();
+    assert.deepEqual(second.get('orgs', 'kept'), { n: 1 });
+    assert.deepEqual((await readdir(dir)).sort(), ['state.json']);
+  });
+
+  it('a corrupt state.json stops start-up with a message naming GW_DATA_DIR and the file', async () => {
+    const dir = await newDir();
+    await writeFile(join(dir, 'state.json'), '{"orgs":{"a":{"n":1}');
+    await assert.rejects(new EmbeddedDocStore(dir).start(), (err: Error) => /GW_DATA_DIR/.test(err.message) && err.message.includes(join(dir, 'state.json')) && /not valid JSON/.test(err.message));
+    await writeFile(join(dir, 'state.json'), '{"orgs":[1,2]}');
+    await assert.rejects(new EmbeddedDocStore(dir).start(), /GW_DATA_DIR: .*collection orgs must be a JSON object/);
+  });
+
+  it('collections written by a newer version survive a write by this one', async () => {
+    const dir = await newDir();
+    await writeFile(join(dir, 'state.json'), JSON.stringify({ orgs: { a: { n: 1 } }, future_things: { x: { y: 1 } } }));
+    const store = new EmbeddedDocStore(dir);
+    await store.start();
+    await store.put('orgs', 'b', { n: 2 });
+    const onDisk = JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')) as Record<string, unknown>;
+    assert.deepEqual(onDisk['future_things'], { x: { y: 1 } });
+    assert.deepEqual(onDisk['orgs'], { a: { n: 1 }, b: { n: 2 } });
+  });
+
+  it('a write that cannot be persisted fails and is undone in the mirror', async () => {
+    const dir = await newDir();
+    const store = new EmbeddedDocStore(dir);
+    await store.start();
+    await store.put('orgs', 'before', { n: 1 });
+    // the data dir turns into a file: every later write fails
+    await rm(dir, { recursive: true });
+    await writeFile(dir, 'not a directory');
+    await assert.rejects(store.put('orgs', 'after', { n: 2 }), /GW_DATA_DIR: cannot persist orgs\/after/);
+    assert.equal(store.get('orgs', 'after'), undefined);
+    await assert.rejects(store.put('orgs', 'before', { n: 3 }), /GW_DATA_DIR/);
+    assert.deepEqual(store.get('orgs', 'before'), { n: 1 });
+    await rm(dir, { force: true });
+  });
+
+  it('a process killed mid-write never leaves a torn state.json', async () => {
+    const dir = await newDir();
+    // a writer that rewrites a ~200 KB state as fast as it can, killed at varying moments
+    const script = `
+      import { EmbeddedDocStore } from ${JSON.stringify(new URL('../../src/stores/embedded/doc-store.ts', import.meta.url).pathname)};
+      const store = new EmbeddedDocStore(${JSON.stringify(dir)});
+      await store.start();
+      const pad = 'x'.repeat(2000);
+      await store.put('transitions', 'first', { n: -1, pad });
+      process.send?.('ready');
+      for (let i = 0; ; i++) await store.put('transitions', 't' + (i % 100), { n: i, pad });
+    `;
+    for (const delayMs of [5, 20, 45, 80, 130]) {
+      const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+      await once(child, 'message');
+      await new Promise((r) => setTimeout(r, delayMs));
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+      const store = new EmbeddedDocStore(dir);
+      await store.start();
+      const docs = [...store.values<Doc & { pad: string }>('transitions')];
+      assert.ok(docs.length > 0, `state lost after a kill at ${delayMs} ms`);
+      for (const d of docs) assert.equal(d.pad.length, 2000);
+    }
+  });
+});
+
+/** A private redis-server on a free port, so tests can take it down without touching the shared one. */
+async function privateRedis(): Promise<{ url: string; port: number; stop(): Promise<void>; restart(): Promise<void> }> {
+  const port = await freePort();
+  let proc: ChildProcess | undefined;
+  const launch = async () => {
+    proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: null });
+    probe.on('error', () => undefined); // refused until the server is up
+    await probe.connect().catch(() => undefined);
+    await probe.ping();
+    probe.disconnect();
+  };
+  const stop = async () => {
+    if (!proc || proc.exitCode !== null) return;
+    const exited = once(proc, 'exit');
+    proc.kill('SIGKILL');
+    await exited;
+  };
+  await launch();
+  return { url: `redis://127.0.0.1:${port}`, port, stop, restart: launch };
+}
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const { port } = srv.address() as { port: number };
+  srv.close();
+  await once(srv, 'close');
+  return port;
+}
+
+async function eventually(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('RedisDocStore and its connection', () => {
+  it('Redis down at start: start rejects quickly with a message naming GW_REDIS_URL, and lets go', async () => {
+    const port = await freePort();
+    const store = new RedisDocStore(`redis://:hunter2@127.0.0.1:${port}`, redisKeys(newRedisPrefix()));
+    const t0 = Date.now();
+    await assert.rejects(store.start(), (err: Error) => /^GW_REDIS_URL: cannot use Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+/.test(err.message) && /ECONNREFUSED/.test(err.message) && !err.message.includes('hunter2'));
+    assert.ok(Date.now() - t0 < 3000);
+  });
+
+  it('reloads everything after its subscription was cut (changes made meanwhile are not lost)', async () => {
+    const prefix = newRedisPrefix();
+    after(() => dropRedisPrefix(prefix));
+    const keys = redisKeys(prefix);
+    const store = await started(new RedisDocStore(REDIS_URL, keys));
+    await store.put('orgs', 'changed', { n: 1 });
+    await store.put('orgs', 'removed', { n: 1 });
+    const admin = new Redis(REDIS_URL);
+    after(() => admin.disconnect());
+    // changes behind the store's back, with no message: only a reload can find them
+    await admin.hset(keys.doc('orgs'), 'changed', JSON.stringify({ n: 2 }), 'added', JSON.stringify({ n: 3 }));
+    await admin.hdel(keys.doc('orgs'), 'removed');
+    assert.deepEqual(store.get('orgs', 'changed'), { n: 1 });
+    const channelSubscribers = await subscriberIdsOf(admin, keys.docChannel);
+    assert.equal(channelSubscribers.length, 1);
+    await admin.client('KILL', 'ID', channelSubscribers[0]!);
+    await eventually(() => (store.get<Doc>('orgs', 'changed')?.n ?? 0) === 2, 'the reload');
+    assert.deepEqual(store.get('orgs', 'added'), { n: 3 });
+    assert.equal(store.get('orgs', 'removed'), undefined);
+    // and it follows changes again
+    const other = await started(new RedisDocStore(REDIS_URL, keys));
+    await other.put('orgs', 'after', { n: 4 });
+    await sameProcessTurn();
+    assert.deepEqual(store.get('orgs', 'after'), { n: 4 });
+  });
+
+  it('with Redis gone a write fails as store_timeout; after Redis returns (empty) the mirror reloads', async () => {
+    const redis = await privateRedis();
+    after(() => redis.stop());
+    const store = await started(new RedisDocStore(redis.url, redisKeys('gwtest:private:')));
+    await store.put('orgs', 'o', { n: 1 });
+    await redis.stop();
+    await assert.rejects(store.put('orgs', 'o', { n: 2 }), (err: unknown) => err instanceof GatewayError && err.type === 'store_timeout');
+    assert.deepEqual(store.get('orgs', 'o'), { n: 1 }, 'a failed write changes nothing');
+    await redis.restart();
+    // the restarted server lost everything (no persistence): the mirror follows what Redis holds
+    await eventually(() => store.get('orgs', 'o') === undefined, 'the reload after reconnect');
+    await store.put('orgs', 'o', { n: 3 });
+    assert.deepEqual(store.get('orgs', 'o'), { n: 3 });
+  });
+
+  it('ignores a malformed message on its channel', async () => {
+    const prefix = newRedisPrefix();
+    after(() => dropRedisPrefix(prefix));
+    const keys = redisKeys(prefix);
+    const store = await started(new RedisDocStore(REDIS_URL, keys));
+    const admin = new Redis(REDIS_URL);
+    after(() => admin.disconnect());
+    await admin.publish(keys.docChannel, 'not json');
+    await admin.publish(keys.docChannel, JSON.stringify(['p', 'no_such_collection', 'x', 't', { n: 1 }]));
+    await store.put('orgs', 'fine', { n: 1 });
+    assert.deepEqual(store.get('orgs', 'fine'), { n: 1 });
+  });
+});
+
+/** ids of the store subscribers of one namespace, found by the connection name the store sets */
+async function subscriberIdsOf(admin: Redis, channel: string): Promise<string[]> {
+  const ids: string[] = [];
+  const list = String(await admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub'));
+  for (const line of list.split('\n').filter(Boolean)) {
+    const id = /(?:^| )id=(\d+)/.exec(line)?.[1];
+    const name = / name=(\S*)/.exec(line)?.[1] ?? '';
+    if (id && name.includes(channel)) ids.push(id);
+  }
+  return ids;
+}
