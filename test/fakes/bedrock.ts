@@ -37,6 +37,7 @@ export function sendAwsError(res: ServerResponse, status: number, message: strin
  * Bedrock answers. Behaviour is scripted by the model id:
  * - `error_<status>`: the AWS error for that status
  * - `truncated`: 200 with a body cut mid-JSON
+ * - `slow_<ms>`: waits before answering
  * - `stall_stream`: streams one frame, then goes silent
  * - `break_stream`: streams two frames, then drops the connection
  */
@@ -54,6 +55,8 @@ export async function startFakeBedrock(credentials: Record<string, string> = {})
       return sendAwsError(res, 403, 'Authorization header requires a signature or a bearer API key.', 'AccessDeniedException');
     }
     const modelId = decodeURIComponent(m[1] ?? '');
+    const slow = /^slow_(\d+)$/.exec(modelId);
+    if (slow) await sleep(Number(slow[1]));
     const status = /^error_(\d{3})$/.exec(modelId);
     if (status) return sendAwsError(res, Number(status[1]), `scripted ${status[1]}`);
     if (modelId === 'truncated') {

@@ -270,3 +270,33 @@ describe('converse relay through @aws-sdk/client-bedrock-runtime', () => {
     assert.equal(rec.interrupted, true);
   });
 });
+
+describe('converse request deadline', () => {
+  let fake: FakeBedrock;
+  let gw: TestGateway;
+  const { bootstrap, devKey } = oneTenant('conv-deadline');
+
+  before(async () => {
+    fake = await startFakeBedrock();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_CLOUDY: fake.origin, GW_REQUEST_DEADLINE_S: '0.3' } });
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  it('answers 504 gateway_timeout as ModelTimeoutException when nothing was sent in time', async () => {
+    const c = new BedrockRuntimeClient({ region: 'us-east-1', endpoint: `${gw.url}/cloudy`, token: { token: devKey }, authSchemePreference: ['httpBearerAuth'], requestHandler: new NodeHttpHandler(), maxAttempts: 1 });
+    c.middlewareStack.add(
+      (next) => (args) => {
+        (args.request as HttpRequest).headers['x-gw-provider-key'] = API_KEY;
+        return next(args);
+      },
+      { step: 'build' },
+    );
+    await assert.rejects(c.send(new ConverseCommand({ modelId: 'slow_1500', messages })), (err: Error & { $metadata?: { httpStatusCode?: number }; $response?: { headers: Record<string, string> } }) => {
+      return err.name === 'ModelTimeoutException' && err.$metadata?.httpStatusCode === 504 && err.$response?.headers['x-gw-error'] === 'gateway_timeout';
+    });
+    c.destroy();
+  });
+});

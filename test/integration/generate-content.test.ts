@@ -215,3 +215,30 @@ describe('generate-content relay through the @google/genai SDK', () => {
     });
   });
 });
+
+describe('generate-content request deadline', () => {
+  let fake: FakeVendor;
+  let gw: TestGateway;
+  const { bootstrap, devKey } = oneTenant('gen-deadline');
+
+  before(async () => {
+    fake = await startFakeGemini();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_GENVENDOR: fake.origin, GW_REQUEST_DEADLINE_S: '0.3' } });
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  it('answers 504 gateway_timeout as DEADLINE_EXCEEDED when nothing was sent in time', async () => {
+    const res = await fetch(`${gw.url}/genvendor/v1beta/models/slow_1500:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': devKey, 'x-gw-provider-key': VENDOR_KEY },
+      body: '{"contents":[]}',
+    });
+    assert.equal(res.status, 504);
+    assert.equal(res.headers.get('x-gw-error'), 'gateway_timeout');
+    const body = (await res.json()) as { error: { code: number; status: string; type: string } };
+    assert.deepEqual([body.error.code, body.error.status, body.error.type], [504, 'DEADLINE_EXCEEDED', 'gateway_timeout']);
+  });
+});

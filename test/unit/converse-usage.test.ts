@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { EventStreamCodec } from '@smithy/eventstream-codec';
+import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import { exceptionFrame } from '../../src/providers/eventstream.js';
+import { converseStreamUsage, converseUsage } from '../../src/providers/usage/converse.js';
+import { converseStreamFrames } from '../fakes/bedrock.js';
+
+const STREAM = Buffer.concat(converseStreamFrames());
+const EXPECTED = { input_tokens: 12, output_tokens: 6, cached_tokens: 3 };
+
+describe('converse usage', () => {
+  it('reads usage of a Converse reply', () => {
+    assert.deepEqual(converseUsage({ usage: { inputTokens: 7, outputTokens: 2, totalTokens: 9, cacheReadInputTokens: 4 } }), { input_tokens: 7, output_tokens: 2, cached_tokens: 4 });
+    assert.equal(converseUsage({ output: {} }), undefined);
+  });
+
+  it('reads the metadata frame of a ConverseStream whatever the chunking', () => {
+    for (const size of [1, 3, 7, 64, STREAM.length]) {
+      const reader = converseStreamUsage();
+      for (let at = 0; at < STREAM.length; at += size) reader.push(STREAM.subarray(at, at + size));
+      assert.deepEqual(reader.usage(), EXPECTED, `chunks of ${size} bytes`);
+    }
+  });
+
+  it('has no usage before the metadata frame, and ignores a frame whose CRC is wrong', () => {
+    const frames = converseStreamFrames();
+    const reader = converseStreamUsage();
+    reader.push(Buffer.concat(frames.slice(0, -1)));
+    assert.equal(reader.usage(), undefined);
+    const corrupt = Buffer.from(frames.at(-1)!);
+    corrupt[corrupt.length - 1]! ^= 0xff;
+    reader.push(corrupt);
+    assert.equal(reader.usage(), undefined);
+  });
+
+  it('stops reading a body that is not an event stream instead of misreading it', () => {
+    const reader = converseStreamUsage();
+    reader.push(Buffer.from('\0\0\0\x01garbage that is not framed'));
+    reader.push(STREAM);
+    assert.equal(reader.usage(), undefined);
+  });
+});
+
+describe('exception frame', () => {
+  it('decodes with valid CRCs into an exception message', () => {
+    const message = new EventStreamCodec(toUtf8, fromUtf8).decode(exceptionFrame('modelTimeoutException', '{"type":"gateway_timeout"}'));
+    assert.equal(message.headers[':message-type']?.value, 'exception');
+    assert.equal(message.headers[':exception-type']?.value, 'modelTimeoutException');
+    assert.equal(toUtf8(message.body), '{"type":"gateway_timeout"}');
+  });
+});
