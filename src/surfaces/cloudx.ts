@@ -31,10 +31,14 @@ function deploymentOf(path: string, req: GatewayRequest): string | undefined {
       return m[1];
     }
   }
-  if (!req.headers['content-type']?.includes('json')) return undefined;
+  return req.headers['content-type']?.includes('json') ? modelOfJson(req.body) : undefined;
+}
+
+/** The `model` a JSON body names, read for accounting only: a body that is not JSON names none and is still relayed. */
+export function modelOfJson(body: Buffer): string | undefined {
   try {
-    const body = JSON.parse(req.body.toString('utf8')) as { model?: unknown } | null;
-    return typeof body?.model === 'string' ? body.model : undefined;
+    const model = (JSON.parse(body.toString('utf8')) as { model?: unknown } | null)?.model;
+    return typeof model === 'string' ? model : undefined;
   } catch {
     return undefined;
   }

@@ -1,19 +1,9 @@
 import type { Route } from '../http/types.js';
 import type { Pipeline } from '../pipeline/index.js';
-import { withQuery } from './cloudx.js';
+import { modelOfJson, withQuery } from './cloudx.js';
 import { SURFACES } from './index.js';
 
 const surface = SURFACES.parity_relay;
-
-/** The model named by a body, read only for accounting; a body that is not JSON is still relayed as received. */
-function modelOf(body: Buffer): string | undefined {
-  try {
-    const model = (JSON.parse(body.toString('utf8')) as { model?: unknown } | null)?.model;
-    return typeof model === 'string' ? model : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * POST /v1/messages, the parity relay: the exact received bytes go to the
@@ -29,7 +19,7 @@ export function parityRelayRoutes(pipeline: Pipeline): Route[] {
       surface,
       async handler(req, res) {
         const { caller, presented } = pipeline.authenticate(req, surface);
-        await pipeline.relay(req, res, { surface, caller, presented, provider: 'msgvendor', model: modelOf(req.body), path: withQuery('/v1/messages', req.query), body: req.body });
+        await pipeline.relay(req, res, { surface, caller, presented, provider: 'msgvendor', model: modelOfJson(req.body), path: withQuery('/v1/messages', req.query), body: req.body });
       },
     },
   ];

@@ -193,3 +193,13 @@ export function sseData(text: string): Array<Record<string, unknown>> {
   }
   return out;
 }
+
+/** `{error:{type}}`: the shared envelope, as a JSON body or a chat-completions stream's terminal `data:` event */
+export const sharedErrorType = (body: unknown): string | undefined => (body as { error?: { type?: string } } | undefined)?.error?.type;
+
+/** A chat-completions SSE stream: ends with `data: [DONE]`, fails with a shared-envelope event. */
+export const chatCompletionsStream: ConformanceCase['stream'] = {
+  contentType: 'text/event-stream',
+  complete: (text) => text.trimEnd().endsWith('data: [DONE]'),
+  errorType: (text) => sseData(text).map(sharedErrorType).find((t) => t !== undefined),
+};

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { startFakeAzure } from '../../fakes/azure.js';
-import { sseData, type CallKind, type ConformanceCase } from '../harness.js';
+import { chatCompletionsStream, sharedErrorType, sseData, type CallKind, type ConformanceCase } from '../harness.js';
 
 const DEPLOYMENT: Record<CallKind, string> = {
   ok: 'gpt-4o-prod',
@@ -11,7 +11,6 @@ const DEPLOYMENT: Record<CallKind, string> = {
   broken: 'break_stream',
 };
 
-const sharedErrorType = (body: unknown): string | undefined => (body as { error?: { type?: string } } | undefined)?.error?.type;
 const streaming = (kind: CallKind) => kind === 'stream' || kind === 'stall' || kind === 'broken';
 
 /** Azure OpenAI through /cloudx/compat/openai/deployments/{deployment}/chat/completions with the key on api-key. */
@@ -28,11 +27,7 @@ export const cloudxCase: ConformanceCase = {
   checkReply(reply) {
     assert.equal((reply as { object?: string }).object, 'chat.completion');
   },
-  stream: {
-    contentType: 'text/event-stream',
-    complete: (text) => text.trimEnd().endsWith('data: [DONE]'),
-    errorType: (text) => sseData(text).map(sharedErrorType).find((t) => t !== undefined),
-  },
+  stream: chatCompletionsStream,
   vendorError: {
     status: 429,
     check(body) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { startFakeOpenAI } from '../../fakes/openai.js';
-import { sseData, type CallKind, type ConformanceCase } from '../harness.js';
+import { chatCompletionsStream, sharedErrorType, type CallKind, type ConformanceCase } from '../harness.js';
 
 const MODEL: Record<CallKind, string> = {
   ok: 'gpt-4o',
@@ -11,8 +11,6 @@ const MODEL: Record<CallKind, string> = {
   broken: 'break_stream',
 };
 
-/** `{error:{type}}` as a JSON body or as a chat-completions stream's terminal `data:` event */
-const sharedErrorType = (body: unknown): string | undefined => ((body as { error?: { type?: string } } | undefined)?.error?.type);
 
 export const openaiCase: ConformanceCase = {
   name: 'openai (chat-completions)',
@@ -27,11 +25,7 @@ export const openaiCase: ConformanceCase = {
   checkReply(reply) {
     assert.equal((reply as { object?: string }).object, 'chat.completion');
   },
-  stream: {
-    contentType: 'text/event-stream',
-    complete: (text) => text.trimEnd().endsWith('data: [DONE]'),
-    errorType: (text) => sseData(text).map(sharedErrorType).find((t) => t !== undefined),
-  },
+  stream: chatCompletionsStream,
   vendorError: {
     status: 429,
     check(body) {
