@@ -53,9 +53,11 @@ export const cloudy: ProviderAdapter = {
   id: 'cloudy',
   publicOrigin: (loc) => `https://bedrock-runtime.${loc.region ?? DEFAULT_AWS_REGION}.amazonaws.com`,
   authorize(req, cred, loc) {
-    if (isAccessKeyPair(cred.secret)) return signV4(req, cred.secret, loc.region ?? DEFAULT_AWS_REGION);
-    if (cred.scheme === 'aws_sigv4') throw new GatewayError('request_error', 'the cloudy access-key pair must read ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]');
-    return { ...req, headers: { ...req.headers, authorization: `Bearer ${cred.secret}` } };
+    // a stored key says what it is; x-gw-provider-key (scheme api_key) carries either, told apart by shape
+    const pair = cred.scheme === 'aws_sigv4' || (cred.scheme === 'api_key' && isAccessKeyPair(cred.secret));
+    if (!pair) return { ...req, headers: { ...req.headers, authorization: `Bearer ${cred.secret}` } };
+    if (!isAccessKeyPair(cred.secret)) throw new GatewayError('request_error', 'the cloudy access-key pair must read ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]');
+    return signV4(req, cred.secret, loc.region ?? DEFAULT_AWS_REGION);
   },
   usageFromJson: converseUsage,
   streamUsage: converseStreamUsage,

@@ -300,3 +300,51 @@ describe('converse request deadline', () => {
     c.destroy();
   });
 });
+
+describe('converse with stored cloudy keys', () => {
+  let fake: FakeBedrock;
+  let gw: TestGateway;
+  const pairOrg = oneTenant('conv-stored-pair');
+  const keyOrg = oneTenant('conv-stored-key');
+
+  before(async () => {
+    fake = await startFakeBedrock({ [ACCESS_KEY_ID]: SECRET });
+    gw = await startTestGateway({
+      bootstrap: { orgs: [...pairOrg.bootstrap.orgs!, ...keyOrg.bootstrap.orgs!], dev_keys: [...pairOrg.bootstrap.dev_keys!, ...keyOrg.bootstrap.dev_keys!] },
+      env: { GW_UPSTREAM_CLOUDY: fake.origin },
+    });
+    const store = async (devKey: string, body: Record<string, string>) => {
+      const res = await fetch(`${gw.url}/api/v1/vendor_key/create`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${devKey}` }, body: JSON.stringify({ provider: 'cloudy', ...body }) });
+      assert.equal(res.status, 200, await res.text());
+    };
+    await store(pairOrg.devKey, { api_key: `${ACCESS_KEY_ID}:${SECRET}`, region: 'eu-central-1' });
+    await store(keyOrg.devKey, { api_key: API_KEY, credential_kind: 'api_key' });
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  const converse = (devKey: string, headers: Record<string, string> = {}) =>
+    fetch(`${gw.url}/cloudy/model/${encodeURIComponent(MODEL)}/converse`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${devKey}`, ...headers }, body: JSON.stringify({ messages }) });
+
+  it("signs with the stored pair in the stored key's region", async () => {
+    const checks = fake.signatures.length;
+    const res = await converse(pairOrg.devKey);
+    assert.equal(res.status, 200, await res.text());
+    assert.equal(fake.signatures[checks]?.valid, true);
+    assert.equal(fake.signatures[checks]?.region, 'eu-central-1');
+  });
+
+  it('x-gw-aws-region overrides the stored region', async () => {
+    const checks = fake.signatures.length;
+    assert.equal((await converse(pairOrg.devKey, { 'x-gw-aws-region': 'ap-southeast-2' })).status, 200);
+    assert.equal(fake.signatures[checks]?.region, 'ap-southeast-2');
+  });
+
+  it('sends a stored API key (credential_kind api_key) as the bearer', async () => {
+    const n = fake.received.length;
+    assert.equal((await converse(keyOrg.devKey)).status, 200);
+    assert.equal(fake.received[n]?.headers['authorization'], `Bearer ${API_KEY}`);
+  });
+});

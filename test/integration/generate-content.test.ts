@@ -242,3 +242,45 @@ describe('generate-content request deadline', () => {
     assert.deepEqual([body.error.code, body.error.status, body.error.type], [504, 'DEADLINE_EXCEEDED', 'gateway_timeout']);
   });
 });
+
+describe('generate-content on Vertex with a stored key', () => {
+  let fake: FakeVendor;
+  let gw: TestGateway;
+  const { bootstrap, devKey } = oneTenant('gen-stored');
+
+  before(async () => {
+    fake = await startFakeGemini();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_GENVENDOR_VERTEX: fake.origin } });
+    const res = await fetch(`${gw.url}/api/v1/vendor_key/create`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${devKey}` },
+      body: JSON.stringify({ provider: 'genvendor_vertex', api_key: OAUTH_TOKEN, project: 'stored-project', location: 'europe-west4' }),
+    });
+    assert.equal(res.status, 200, await res.text());
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  const call = (headers: Record<string, string>) =>
+    fetch(`${gw.url}/genvendor/v1beta/models/gemini-2.5-pro:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': devKey, 'x-gw-provider': 'genvendor_vertex', ...headers },
+      body: '{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}',
+    });
+
+  it("uses the stored key's project and location, and its token as bearer", async () => {
+    const n = fake.received.length;
+    const res = await call({});
+    assert.equal(res.status, 200, await res.text());
+    assert.equal(fake.received[n]?.url, '/v1/projects/stored-project/locations/europe-west4/publishers/google/models/gemini-2.5-pro:generateContent');
+    assert.equal(fake.received[n]?.headers['authorization'], `Bearer ${OAUTH_TOKEN}`);
+  });
+
+  it('request headers override the stored location', async () => {
+    const n = fake.received.length;
+    assert.equal((await call({ 'x-gw-vertex-location': 'global' })).status, 200);
+    assert.equal(fake.received[n]?.url, '/v1/projects/stored-project/locations/global/publishers/google/models/gemini-2.5-pro:generateContent');
+  });
+});
