@@ -152,3 +152,32 @@ describe('cloudx resource endpoints without an override: never an open proxy', (
     for (const bad of refused) assert.throws(() => cloudxEndpoint(bad), GatewayError, bad);
   });
 });
+
+describe('cloudx with a stored key', () => {
+  let fake: FakeVendor;
+  let gw: TestGateway;
+  const { bootstrap, devKey } = oneTenant('azure-stored');
+  bootstrap.orgs![0]!.rps_cap = 10_000;
+
+  before(async () => {
+    fake = await startFakeAzure();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_CLOUDX: fake.origin } });
+    const res = await fetch(`${gw.url}/api/v1/vendor_key/create`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${devKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ provider: 'cloudx', api_key: 'azure-stored-key', endpoint: 'https://myres.openai.azure.com' }),
+    });
+    assert.equal(res.status, 200, await res.text());
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  it('relays with the stored key on api-key; the developer key stays home', async () => {
+    const client = new AzureOpenAI({ endpoint: `${gw.url}/cloudx/compat`, apiKey: devKey, apiVersion: API_VERSION, maxRetries: 0 });
+    const n = fake.received.length;
+    await client.chat.completions.create({ model: 'gpt-4o-prod', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(fake.received[n]!.headers['api-key'], 'azure-stored-key');
+  });
+});

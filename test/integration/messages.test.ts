@@ -230,3 +230,48 @@ describe('messages surface through @anthropic-ai/sdk', () => {
     }
   });
 });
+
+describe('messages surfaces with stored provider keys', () => {
+  let fake: FakeVendor;
+  let gw: TestGateway;
+  const { bootstrap, devKey } = oneTenant('msgs-stored');
+  bootstrap.orgs![0]!.rps_cap = 10_000;
+
+  before(async () => {
+    fake = await startFakeAnthropic();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_MSGVENDOR: fake.origin, GW_UPSTREAM_GENVENDOR_VERTEX: fake.origin } });
+    for (const body of [
+      { provider: 'msgvendor', api_key: 'sk-ant-stored' },
+      { provider: 'genvendor_vertex', api_key: 'ya29.stored-token', project: 'stored-project', location: 'europe-west1' },
+    ]) {
+      const res = await fetch(`${gw.url}/api/v1/vendor_key/create`, { method: 'POST', headers: { authorization: `Bearer ${devKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      assert.equal(res.status, 200, await res.text());
+    }
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  const client = (headers: Record<string, string> = {}) => new Anthropic({ apiKey: devKey, baseURL: `${gw.url}/msgvendor`, defaultHeaders: headers, maxRetries: 0 });
+
+  it('the stored vendor key goes upstream on x-api-key', async () => {
+    const n = fake.received.length;
+    await client().messages.create({ model: 'claude-haiku-4-5', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(fake.received[n]!.headers['x-api-key'], 'sk-ant-stored');
+  });
+
+  it('count_tokens asks the vendor with the stored key', async () => {
+    const res = await client().messages.countTokens({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    assert.equal(res.response.headers.get('x-gw-token-count-source'), 'vendor');
+    assert.deepEqual(res.data, { input_tokens: 42 });
+  });
+
+  it('Vertex takes project, location and token from the stored key', async () => {
+    const n = fake.received.length;
+    await client({ 'x-gw-provider': 'genvendor_vertex' }).messages.create({ model: 'claude-haiku-4-5@20251001', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+    const got = fake.received[n]!;
+    assert.equal(got.url, '/v1/projects/stored-project/locations/europe-west1/publishers/anthropic/models/claude-haiku-4-5@20251001:rawPredict');
+    assert.equal(got.headers['authorization'], 'Bearer ya29.stored-token');
+  });
+});
