@@ -57,8 +57,8 @@ export interface StartOptions {
   logDestination?: pino.DestinationStream;
 }
 
-function openStore(settings: Settings): DocStore {
-  return settings.GW_REDIS_URL ? new RedisDocStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : new EmbeddedDocStore(settings.GW_DATA_DIR);
+function openStore(settings: Settings, log: Logger): DocStore {
+  return settings.GW_REDIS_URL ? new RedisDocStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX), log) : new EmbeddedDocStore(settings.GW_DATA_DIR, log);
 }
 
 function openMeter(settings: Settings): MeterStore {
@@ -82,12 +82,15 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
   const { uws, native } = loadUws(settings.GW_ALLOW_UWS_FALLBACK === '1');
   if (!native) log.warn('running on the uWebSockets.js JS fallback: GW_ALLOW_UWS_FALLBACK=1');
   const metrics = createMetrics();
-  const store = openStore(settings);
+  const store = openStore(settings, log);
   await store.start();
   const directory = new Directory(store);
   const admin = new TenantAdmin(store, directory, settings.GW_DEFAULT_RPS_CAP);
   if (settings.GW_BOOTSTRAP) {
-    const applied = await admin.bootstrap(settings.GW_BOOTSTRAP);
+    const applied = await admin.bootstrap(settings.GW_BOOTSTRAP).catch(async (err: unknown) => {
+      await store.close();
+      throw err;
+    });
     log.info(applied, 'bootstrap applied');
   }
   const providers = new Providers(originOverrides(settings));
@@ -215,7 +218,7 @@ async function runPrimary(settings: Settings): Promise<void> {
   const log = createLogger(settings.GW_LOG_LEVEL);
   // bootstrap once, before replicas race to apply it
   if (settings.GW_BOOTSTRAP) {
-    const store = openStore(settings);
+    const store = openStore(settings, log);
     await store.start();
     await new TenantAdmin(store, new Directory(store), settings.GW_DEFAULT_RPS_CAP).bootstrap(settings.GW_BOOTSTRAP);
     await store.close();
