@@ -3,6 +3,7 @@
  * these shapes; surfaces and the pipeline only ever see these.
  */
 import type { GatewayError } from '../errors.js';
+import type { Logger } from '../telemetry/log.js';
 import type { StageClock } from './stages.js';
 
 export type HeaderList = Array<[string, string]>;
@@ -25,6 +26,8 @@ export interface GatewayRequest {
   /** aborted when the client goes away or the request deadline passes */
   readonly signal: AbortSignal;
   readonly stages: StageClock;
+  /** this request's logger: every line carries its `req_id` */
+  readonly log: Logger;
 }
 
 /** Labels the pipeline attaches to an answer for metrics and access logs. */

@@ -29,10 +29,22 @@ const DROPPED = new Set([
   'x-real-ip',
 ]);
 
+/** Headers the caller named in `Connection` are hop-by-hop too (RFC 9110 §7.6.1). */
+function connectionListed(connection: string | undefined): Set<string> | undefined {
+  if (connection === undefined) return undefined;
+  const names = new Set<string>();
+  for (const token of connection.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name !== '') names.add(name);
+  }
+  return names;
+}
+
 export function forwardHeaders(incoming: Readonly<Record<string, string>>, keep: readonly string[] = []): Record<string, string> {
   const out: Record<string, string> = {};
+  const listed = connectionListed(incoming['connection']);
   for (const k in incoming) {
-    if (k.startsWith('x-gw-') || (DROPPED.has(k) && !keep.includes(k))) continue;
+    if (k.startsWith('x-gw-') || (DROPPED.has(k) && !keep.includes(k)) || listed?.has(k)) continue;
     out[k] = incoming[k] as string;
   }
   // replies are scanned for usage and checked for truncation, so ask for them uncompressed

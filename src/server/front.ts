@@ -29,6 +29,7 @@ export interface Front {
 
 /** Request ids we reflect must be safe in a header and a log line. */
 const SAFE_ID = /^[A-Za-z0-9._:/+=@-]{1,128}$/;
+/** uWS itself never dispatches such requests; kept for the JS fallback's parser. */
 const hasControlBytes = (v: string): boolean => v.includes('\r') || v.includes('\n') || v.includes('\0');
 
 /**
@@ -91,8 +92,7 @@ export function createFront(opts: FrontOptions): Front {
 
   const refuse = (sink: UwsSink, reason: string, message: string) => {
     metrics.refusedFraming.inc({ reason });
-    sink.closeConnection = true;
-    sink.fail(new GatewayError('request_error', message));
+    answerThenClose(sink, new GatewayError('request_error', message));
   };
 
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
@@ -146,12 +146,28 @@ export function createFront(opts: FrontOptions): Front {
     }, opts.requestDeadlineMs);
 
     const run = (body: Buffer) => {
-      const greq: GatewayRequest = { id, method, path, query, headers, params: match.params, body, receivedAt, signal: controller.signal, stages };
+      let reqLog: Logger | undefined;
+      const greq: GatewayRequest = {
+        id,
+        method,
+        path,
+        query,
+        headers,
+        params: match.params,
+        body,
+        receivedAt,
+        signal: controller.signal,
+        stages,
+        // created on first use: most requests log only the access line
+        get log() {
+          return (reqLog ??= log.child({ req_id: id }));
+        },
+      };
       try {
         const out = match.route.handler(greq, sink);
-        if (out instanceof Promise) out.catch((err: unknown) => failHandler(sink, err));
+        if (out instanceof Promise) out.catch((err: unknown) => failHandler(greq, sink, err));
       } catch (err) {
-        failHandler(sink, err);
+        failHandler(greq, sink, err);
       }
     };
 
@@ -159,23 +175,18 @@ export function createFront(opts: FrontOptions): Front {
     if (declared === undefined && te === undefined) return run(EMPTY);
     const length = declared === undefined ? -1 : Number(declared);
     if (declared !== undefined && !/^\d+$/.test(declared)) return refuse(sink, 'content_length', 'malformed Content-Length');
-    if (length > opts.maxBodyBytes) {
-      sink.closeConnection = true;
-      return sink.fail(new GatewayError('payload_too_large', `request body exceeds ${opts.maxBodyBytes} bytes`));
-    }
+    const tooLarge = () => answerThenClose(sink, new GatewayError('payload_too_large', `request body exceeds ${opts.maxBodyBytes} bytes`));
+    if (length > opts.maxBodyBytes) return tooLarge();
     if (length === 0) return run(EMPTY);
     readBody(res, length, opts.maxBodyBytes, (body) => {
       if (sink.finished) return;
-      if (body === undefined) {
-        sink.closeConnection = true;
-        return sink.fail(new GatewayError('payload_too_large', `request body exceeds ${opts.maxBodyBytes} bytes`));
-      }
+      if (body === undefined) return tooLarge();
       run(body);
     });
   });
 
-  const failHandler = (sink: UwsSink, err: unknown) => {
-    if (!(err instanceof GatewayError)) log.error({ err }, 'handler failed');
+  const failHandler = (req: GatewayRequest, sink: UwsSink, err: unknown) => {
+    if (!(err instanceof GatewayError)) req.log.error({ err }, 'handler failed');
     sink.fail(err);
   };
 
@@ -200,6 +211,20 @@ export function createFront(opts: FrontOptions): Front {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * Ends the exchange with `err` and closes the connection. This uWS build keeps
+ * parsing bytes that follow in the same read and dispatches them as the next
+ * request once the current answer has ended, and it ignores the close flag of
+ * an answer written inside its parse loop. Answering on the next turn instead
+ * means a pipelined (smuggled) request finds this answer still pending, which
+ * makes uWS drop the connection without dispatching it; with nothing pipelined
+ * the 400/413 goes out and the connection closes.
+ */
+function answerThenClose(sink: UwsSink, err: GatewayError): void {
+  sink.closeConnection = true;
+  setImmediate(() => sink.fail(err));
+}
 
 /** Reads the body; `done(undefined)` when it grows past `max` (chunked bodies). */
 function readBody(res: HttpResponse, declared: number, max: number, done: (body: Buffer | undefined) => void): void {

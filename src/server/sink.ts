@@ -73,7 +73,7 @@ export class UwsSink implements ResponseSink {
     }
     res.cork(() => {
       this.writeHead(status, headers);
-      if (this.headOnly) res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength, this.closeConnection);
+      if (this.headOnly) this.endHead(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
       else res.end(body, this.closeConnection);
     });
     this.finish();
@@ -113,7 +113,7 @@ export class UwsSink implements ResponseSink {
   end(chunk?: Uint8Array | string): void {
     if (this.finished) return;
     this.res.cork(() => {
-      if (this.headOnly) this.res.endWithoutBody(undefined, this.closeConnection);
+      if (this.headOnly) this.endHead(undefined);
       else this.res.end(chunk, this.closeConnection);
     });
     this.finish();
@@ -147,6 +147,21 @@ export class UwsSink implements ResponseSink {
     res.writeStatus(statusLine(status));
     for (const [k, v] of headers) if (!NEVER_COPIED.has(k)) res.writeHeader(k, v);
     for (const [k, v] of this.extraHeaders) res.writeHeader(k, v);
+  }
+
+  /**
+   * Ends a HEAD answer. In this uWS build endWithoutBody(n) with n > 0 never
+   * completes the answer and an explicit `undefined` leaves it unanswered; only
+   * endWithoutBody() and endWithoutBody(0, close) work. So the GET length rides
+   * as a plain header, and a refusal (which must close) reports 0.
+   */
+  private endHead(length: number | undefined): void {
+    if (this.closeConnection) {
+      this.res.endWithoutBody(0, true);
+      return;
+    }
+    if (length !== undefined) this.res.writeHeader('content-length', String(length));
+    this.res.endWithoutBody();
   }
 
   private sendLarge(body: Uint8Array): void {

@@ -9,10 +9,19 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor, type Recorded } from
  * - `slow_<ms>`: waits before answering
  * - `stall_stream`: streams one chunk, then goes silent
  * - `break_stream`: streams two chunks, then drops the connection
+ * - `big_<bytes>`: a completion whose content is that many bytes
+ * - `bigstream_<chunks>`: a stream of that many 64 KiB content chunks, written
+ *   with the socket's backpressure honoured (`streamsFinished` counts completions)
  * anything else answers normally (streaming when `stream: true`).
  */
-export async function startFakeOpenAI(): Promise<FakeVendor> {
-  return startFakeVendor(async (req, res) => {
+export interface FakeOpenAI extends FakeVendor {
+  /** `bigstream_*` streams whose last byte was accepted by the socket */
+  readonly streamsFinished: number;
+}
+
+export async function startFakeOpenAI(): Promise<FakeOpenAI> {
+  let streamsFinished = 0;
+  const vendor = await startFakeVendor(async (req, res) => {
     if (!req.url.startsWith('/v1/chat/completions')) {
       return sendJson(res, 404, { error: { message: `Unknown request URL: POST ${req.url}`, type: 'invalid_request_error', param: null, code: 'unknown_url' } });
     }
@@ -29,18 +38,47 @@ export async function startFakeOpenAI(): Promise<FakeVendor> {
       res.writeHead(200, { 'content-type': 'application/json' });
       return void res.end('{"id":"chatcmpl-trunc","object":"chat.comp');
     }
+    const big = /^big_(\d+)$/.exec(model);
+    if (big) return sendJson(res, 200, completion(model, 'x'.repeat(Number(big[1]))));
+    const bigStream = /^bigstream_(\d+)$/.exec(model);
+    if (bigStream) {
+      await largeStream(res, model, Number(bigStream[1]));
+      streamsFinished++;
+      return;
+    }
     if (body.stream) return stream(req, res, model, body.stream_options?.include_usage === true);
     sendJson(res, 200, completion(model), { 'x-request-id': 'req_fake_openai', 'openai-processing-ms': '12' });
   });
+  return Object.defineProperty(vendor, 'streamsFinished', { get: () => streamsFinished }) as FakeOpenAI;
 }
 
-export function completion(model: string) {
+function drainOrClose(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done).off('close', done);
+      resolve();
+    };
+    res.on('drain', done).on('close', done);
+  });
+}
+
+async function largeStream(res: ServerResponse, model: string, chunks: number): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const event = chunk(model, { content: 'y'.repeat(64 * 1024) });
+  for (let i = 0; i < chunks; i++) {
+    if (res.destroyed) return;
+    if (!res.write(event)) await drainOrClose(res);
+  }
+  res.end('data: [DONE]\n\n');
+}
+
+export function completion(model: string, content = 'Hello from the fake.') {
   return {
     id: 'chatcmpl-fake123',
     object: 'chat.completion',
     created: 1_700_000_000,
     model,
-    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the fake.', refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: 'stop' }],
     usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17, prompt_tokens_details: { cached_tokens: 2 } },
     system_fingerprint: 'fp_fake',
   };
