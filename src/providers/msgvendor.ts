@@ -10,8 +10,10 @@ export const msgvendor: ProviderAdapter = {
   id: 'msgvendor',
   publicOrigin: () => 'https://api.anthropic.com',
   authorize(req, cred) {
-    const header: Record<string, string> = cred.scheme === 'bearer' ? { authorization: `Bearer ${cred.secret}` } : { 'x-api-key': cred.secret };
-    return { ...req, headers: { ...req.headers, ...header } };
+    const [name, value] = cred.scheme === 'bearer' ? ['authorization', `Bearer ${cred.secret}`] : ['x-api-key', cred.secret];
+    // a route that kept the caller's own header (the parity relay) sends it byte for byte, never rewritten
+    if (req.headers[name]?.trim().endsWith(cred.secret)) return req;
+    return { ...req, headers: { ...req.headers, [name]: value } };
   },
   usageFromJson: messagesUsage,
   streamUsage: messagesStreamUsage,

@@ -4,6 +4,8 @@ import { modelOfJson, withQuery } from './cloudx.js';
 import { SURFACES } from './index.js';
 
 const surface = SURFACES.parity_relay;
+/** Vendor credential carriers forwarded exactly as presented (x-gw-provider-key is the gateway's own and never goes upstream). */
+const PRESERVED = new Set(['x-api-key', 'authorization']);
 
 /**
  * POST /v1/messages, the parity relay: the exact received bytes go to the
@@ -19,7 +21,17 @@ export function parityRelayRoutes(pipeline: Pipeline): Route[] {
       surface,
       async handler(req, res) {
         const { caller, presented } = pipeline.authenticate(req, surface);
-        await pipeline.relay(req, res, { surface, caller, presented, provider: 'msgvendor', model: modelOfJson(req.body), path: withQuery('/v1/messages', req.query), body: req.body });
+        const carrier = presented.vendorCarrier;
+        await pipeline.relay(req, res, {
+          surface,
+          caller,
+          presented,
+          provider: 'msgvendor',
+          model: modelOfJson(req.body),
+          path: withQuery('/v1/messages', req.query),
+          body: req.body,
+          keepHeaders: carrier !== undefined && PRESERVED.has(carrier) ? [carrier] : [],
+        });
       },
     },
   ];

@@ -52,6 +52,14 @@ describe('parity relay POST /v1/messages', () => {
     assert.equal(got.headers['x-api-key'], undefined, 'the developer key on x-api-key is not forwarded');
   });
 
+  it('the presented Authorization value goes upstream byte for byte, spacing and case included', async () => {
+    const n = fake.received.length;
+    await post('{"model":"claude-haiku-4-5","max_tokens":8,"messages":[]}', { 'x-gw-key': devKey, authorization: 'bearer   sk-ant-oat01-odd-spacing' });
+    const got = fake.received[n]!;
+    const i = got.rawHeaders.findIndex((h, j) => j % 2 === 0 && h.toLowerCase() === 'authorization');
+    assert.equal(got.rawHeaders[i + 1], 'bearer   sk-ant-oat01-odd-spacing');
+  });
+
   it('the official SDK works against the gateway root (its default /v1/messages path)', async () => {
     const client = new Anthropic({ apiKey: devKey, baseURL: gw.url, defaultHeaders: { 'x-gw-provider-key': 'sk-ant-stored-elsewhere' }, maxRetries: 0 });
     const n = fake.received.length;
