@@ -4,6 +4,7 @@ import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import { writeScriptedStream } from './scripted-stream.js';
 import { sendJson, sleep, startFakeVendor, type FakeVendor, type Recorded } from './server.js';
 
 /** What the fake concluded about the SigV4 signature of one request. */
@@ -64,7 +65,7 @@ export async function startFakeBedrock(credentials: Record<string, string> = {})
       return void res.end('{"output":{"message":{"role":"assis');
     }
     if (m[2] === 'converse') return sendJson(res, 200, converseReply(), { 'x-amzn-requestid': 'fake-req-1' });
-    return stream(res, modelId);
+    return writeScriptedStream(res, modelId, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': 'fake-req-2' }, converseStreamFrames(), splitFrames(res));
   });
   return { ...fake, signatures };
 }
@@ -140,24 +141,11 @@ export function converseStreamFrames(): Uint8Array[] {
   ];
 }
 
-async function stream(res: ServerResponse, modelId: string): Promise<void> {
-  res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': 'fake-req-2' });
-  const frames = converseStreamFrames();
-  res.write(frames[0]);
-  if (modelId === 'stall_stream') return; // never ends: the gateway's idle timer must close it
-  res.write(frames[1]);
-  if (modelId === 'break_stream') {
-    // let the events reach the wire first: destroy() discards unflushed writes
-    await sleep(50);
-    res.socket?.destroy();
-    return;
-  }
-  for (const f of frames.slice(2)) {
-    await sleep(1);
-    // split a frame across two writes: the relay must carry partial frames
-    const cut = Math.floor(f.length / 2);
-    res.write(f.subarray(0, cut));
-    res.write(f.subarray(cut));
-  }
-  res.end();
+/** Writes each frame in two halves: the relay must carry partial frames. */
+function splitFrames(res: ServerResponse) {
+  return (frame: string | Uint8Array) => {
+    const cut = Math.floor(frame.length / 2);
+    res.write(frame.slice(0, cut));
+    res.write(frame.slice(cut));
+  };
 }

@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import { writeScriptedStream } from './scripted-stream.js';
 import { sendJson, sleep, startFakeVendor, type FakeVendor } from './server.js';
 
 /**
@@ -28,7 +28,7 @@ export async function startFakeGemini(): Promise<FakeVendor> {
     }
     if (method === 'generateContent') return sendJson(res, 200, geminiReply(model), { 'x-goog-fake': 'generate' });
     if (new URLSearchParams(query).get('alt') !== 'sse') return sendJson(res, 400, googleError(400, 'this fake streams only with alt=sse'));
-    return stream(res, model);
+    return writeScriptedStream(res, model, { 'content-type': 'text/event-stream', 'x-goog-fake': 'stream' }, geminiStreamChunks(model));
   });
 }
 
@@ -74,23 +74,4 @@ export function geminiStreamChunks(model: string): string[] {
     chunk([{ text: ' from the' }], 3),
     chunk([{ text: ' fake.' }], 4, 'STOP'),
   ];
-}
-
-async function stream(res: ServerResponse, model: string): Promise<void> {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'x-goog-fake': 'stream' });
-  const chunks = geminiStreamChunks(model);
-  res.write(chunks[0]);
-  if (model === 'stall_stream') return; // never ends: the gateway's idle timer must close it
-  res.write(chunks[1]);
-  if (model === 'break_stream') {
-    // let the events reach the wire first: destroy() discards unflushed writes
-    await sleep(50);
-    res.socket?.destroy();
-    return;
-  }
-  for (const c of chunks.slice(2)) {
-    await sleep(1);
-    res.write(c);
-  }
-  res.end();
 }
