@@ -3,24 +3,28 @@ import type * as UWS from 'uWebSockets.js';
 
 export type Uws = typeof UWS;
 
+/** Loads a module by id; `require` in production, a stand-in in tests. */
+export type ModuleLoader = (id: string) => unknown;
+
+/** Where the package keeps the native binary for this platform and Node ABI. */
+export const NATIVE_BINARY = `uWebSockets.js/binaries/uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
+
 /**
  * Loads the native uWebSockets.js binary. The package silently falls back to a
  * slow pure-JS server when its binary does not load; we refuse that unless the
  * operator explicitly allows it, and say why the binary failed.
  */
-export function loadUws(allowFallback: boolean): { uws: Uws; native: boolean } {
-  const require = createRequire(import.meta.url);
-  const binary = `uWebSockets.js/binaries/uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
+export function loadUws(allowFallback: boolean, load: ModuleLoader = createRequire(import.meta.url)): { uws: Uws; native: boolean } {
   try {
-    return { uws: require(binary) as Uws, native: true };
+    return { uws: load(NATIVE_BINARY) as Uws, native: true };
   } catch (err) {
     if (!allowFallback) {
       throw new Error(
-        `uWebSockets.js native binary did not load (${binary}: ${(err as Error).message.split('\n')[0]}); ` +
+        `uWebSockets.js native binary did not load (${NATIVE_BINARY}: ${(err as Error).message.split('\n')[0]}); ` +
           'refusing the slow JS fallback. Set GW_ALLOW_UWS_FALLBACK=1 to run on it anyway.',
         { cause: err },
       );
     }
-    return { uws: require('uWebSockets.js') as Uws, native: false };
+    return { uws: load('uWebSockets.js') as Uws, native: false };
   }
 }

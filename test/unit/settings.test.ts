@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { cpus } from 'node:os';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { loadSettings, SettingsError, SettingsSchema } from '../../src/settings.js';
+
+const SECRETS_KEY = Buffer.alloc(32, 1).toString('base64');
+
+/** Every GW_ setting named by CONTRACT §1 and SPEC.md, with its default there (undefined: unset by default). */
+const NAMED: Record<string, unknown> = {
+  GW_HOST: '0.0.0.0',
+  GW_PORT: 8080,
+  GW_REDIS_URL: undefined,
+  GW_DATA_DIR: undefined,
+  GW_ADMIN_KEY: undefined,
+  GW_CONFIG_SECRET: undefined,
+  GW_SECRETS_KEY: undefined,
+  GW_BOOTSTRAP: undefined,
+  GW_UPSTREAM_OPENAI: undefined,
+  GW_UPSTREAM_CLOUDX: undefined,
+  GW_UPSTREAM_MSGVENDOR: undefined,
+  GW_UPSTREAM_GENVENDOR: undefined,
+  GW_UPSTREAM_GENVENDOR_VERTEX: undefined,
+  GW_UPSTREAM_CLOUDY: undefined,
+  GW_LOG_LEVEL: 'info',
+  GW_METRICS_PORT: undefined,
+  GW_METRICS_PUBLIC: '1',
+  GW_ALLOW_UWS_FALLBACK: '0',
+  GW_DEFAULT_RPS_CAP: 50,
+  GW_MAX_BODY_BYTES: 32 * 1024 * 1024,
+  GW_REQUEST_DEADLINE_S: 600,
+  GW_STREAM_IDLE_S: 300,
+  GW_STREAM_DEADLINE_S: 3600,
+  GW_QUEUE_WAIT_MAX_S: 10,
+  GW_BYOK_STORE_TIMEOUT_S: 30,
+  GW_LOOP_STALL_SHED_SHARE: 0.5,
+  GW_LOOP_STALL_WINDOW_S: 10,
+  GW_INGRESS_BUDGET: undefined,
+  GW_SKILL_AUTO_ROLLBACK: 'agent_trajectory_compaction',
+  GW_GUARDRAILS_MODEL_MODE: 'shadow',
+};
+
+const problemsOf = (env: Record<string, string>): string[] => {
+  try {
+    loadSettings(env);
+  } catch (err) {
+    assert.ok(err instanceof SettingsError, String(err));
+    return err.problems;
+  }
+  return [];
+};
+
+describe('settings', () => {
+  it('every GW_ variable of CONTRACT §1 and SPEC.md is in the one schema', () => {
+    const missing = Object.keys(NAMED).filter((k) => !(k in SettingsSchema.properties));
+    assert.deepEqual(missing, []);
+    assert.ok('GW_WORKERS' in SettingsSchema.properties);
+  });
+
+  it('an empty environment gets the documented defaults', () => {
+    const s = loadSettings({}) as unknown as Record<string, unknown>;
+    for (const [k, v] of Object.entries(NAMED)) assert.deepEqual(s[k], v, k);
+  });
+
+  it('GW_WORKERS defaults to the CPU count with Redis and to 1 on embedded (per-process) state', () => {
+    assert.equal(loadSettings({ GW_REDIS_URL: 'redis://127.0.0.1:6379', GW_SECRETS_KEY: SECRETS_KEY }).GW_WORKERS, cpus().length);
+    assert.equal(loadSettings({}).GW_WORKERS, 1);
+    assert.equal(loadSettings({ GW_WORKERS: '3', GW_REDIS_URL: 'redis://x:6379', GW_SECRETS_KEY: SECRETS_KEY }).GW_WORKERS, 3);
+  });
+
+  it('environment strings are coerced to the declared types', () => {
+    const s = loadSettings({ GW_PORT: '9001', GW_STREAM_IDLE_S: '0.25', GW_METRICS_PORT: '9100', GW_LOG_LEVEL: 'debug', GW_UPSTREAM_OPENAI: 'http://127.0.0.1:9001' });
+    assert.equal(s.GW_PORT, 9001);
+    assert.equal(s.GW_STREAM_IDLE_S, 0.25);
+    assert.equal(s.GW_METRICS_PORT, 9100);
+    assert.equal(s.GW_LOG_LEVEL, 'debug');
+    assert.equal(s.GW_UPSTREAM_OPENAI, 'http://127.0.0.1:9001');
+  });
+
+  const bad: Array<[string, string]> = [
+    ['GW_PORT', 'eighty'],
+    ['GW_PORT', '70000'],
+    ['GW_LOG_LEVEL', 'loud'],
+    ['GW_REQUEST_DEADLINE_S', '-1'],
+    ['GW_STREAM_IDLE_S', '0'],
+    ['GW_METRICS_PUBLIC', 'yes'],
+    ['GW_METRICS_PORT', '0'],
+    ['GW_MAX_BODY_BYTES', '10'],
+    ['GW_UPSTREAM_OPENAI', 'ftp://example.com'],
+    ['GW_UPSTREAM_CLOUDY', 'http://host/with/path'],
+    ['GW_REDIS_URL', 'http://127.0.0.1:6379'],
+    ['GW_SECRETS_KEY', 'too-short'],
+    ['GW_LOOP_STALL_SHED_SHARE', '1.5'],
+    ['GW_GUARDRAILS_MODEL_MODE', 'block'],
+    ['GW_ADMIN_KEY', 'short'],
+    ['GW_IDP_GROUP_MAP', '[1,2]'],
+  ];
+  for (const [name, value] of bad) {
+    it(`${name}=${value} is refused with a message naming it`, () => {
+      const problems = problemsOf({ [name]: value });
+      assert.ok(problems.some((p) => p.startsWith(`${name}:`)), `no problem names ${name}: ${JSON.stringify(problems)}`);
+    });
+  }
+
+  it('every bad variable is named at once, unknown GW_ names too', () => {
+    const problems = problemsOf({ GW_PORT: 'x', GW_LOG_LEVEL: 'loud', GW_NO_SUCH_SETTING: '1' });
+    for (const name of ['GW_PORT', 'GW_LOG_LEVEL', 'GW_NO_SUCH_SETTING']) assert.ok(problems.some((p) => p.startsWith(`${name}:`)), name);
+  });
+
+  it('cross-field rules name the variable that is missing', () => {
+    assert.ok(problemsOf({ GW_DATA_DIR: '/tmp/x' }).some((p) => p.startsWith('GW_SECRETS_KEY:')));
+    assert.ok(problemsOf({ GW_WORKERS: '2' }).some((p) => p.startsWith('GW_WORKERS:')));
+    assert.ok(problemsOf({ GW_IDP_ISSUER: 'https://idp' }).some((p) => p.startsWith('GW_IDP_JWKS:')));
+  });
+
+  it('variables outside the GW_ prefix are ignored', () => {
+    assert.doesNotThrow(() => loadSettings({ PATH: '/bin', PORT: 'nonsense' }));
+  });
+
+  it('`node src/main.ts` with a bad value exits non-zero, naming the variable', () => {
+    const main = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+    const run = spawnSync(process.execPath, ['--import', 'tsx', main], {
+      env: { PATH: process.env['PATH'] ?? '', GW_PORT: 'not-a-port', GW_HOST: '127.0.0.1' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    assert.notEqual(run.status, 0);
+    assert.equal(run.signal, null, 'start-up hung instead of exiting');
+    assert.match(run.stderr, /GW_PORT/);
+  });
+});
