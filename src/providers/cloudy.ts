@@ -22,11 +22,17 @@ const CALLER_SIGNING_HEADERS = ['authorization', 'x-amz-date', 'x-amz-security-t
 /** The Bedrock path segment of a model id, encoded as the AWS SDKs encode it (`:` as %3A, an ARN's `/` as %2F). */
 export const encodeModelId = (modelId: string): string => encodeURIComponent(modelId).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
+/** The caller's headers without the parts of a signature of its own (the gateway attaches the credential). */
+function withoutCallerSignature(headers: Record<string, string>): Record<string, string> {
+  const out = { ...headers };
+  for (const h of CALLER_SIGNING_HEADERS) delete out[h];
+  return out;
+}
+
 async function signV4(req: UpstreamRequest, secret: string, region: string): Promise<UpstreamRequest> {
   const [accessKeyId = '', secretAccessKey = '', sessionToken] = secret.split(':');
   const url = new URL(req.origin);
-  const headers: Record<string, string> = { ...req.headers, host: url.host };
-  for (const h of CALLER_SIGNING_HEADERS) delete headers[h];
+  const headers: Record<string, string> = { ...withoutCallerSignature(req.headers), host: url.host };
   const q = req.path.indexOf('?');
   const signer = new SignatureV4({ service: 'bedrock', region, credentials: { accessKeyId, secretAccessKey, sessionToken }, sha256: Sha256 });
   const signed = await signer.sign(
@@ -55,7 +61,7 @@ export const cloudy: ProviderAdapter = {
   authorize(req, cred, loc) {
     // a stored key says what it is; x-gw-provider-key (scheme api_key) carries either, told apart by shape
     const pair = cred.scheme === 'aws_sigv4' || (cred.scheme === 'api_key' && isAccessKeyPair(cred.secret));
-    if (!pair) return { ...req, headers: { ...req.headers, authorization: `Bearer ${cred.secret}` } };
+    if (!pair) return { ...req, headers: { ...withoutCallerSignature(req.headers), authorization: `Bearer ${cred.secret}` } };
     if (!isAccessKeyPair(cred.secret)) throw new GatewayError('request_error', 'the cloudy access-key pair must read ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]');
     return signV4(req, cred.secret, loc.region ?? DEFAULT_AWS_REGION);
   },

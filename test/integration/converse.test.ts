@@ -190,6 +190,15 @@ describe('converse relay through @aws-sdk/client-bedrock-runtime', () => {
     assert.equal(fake.received.length, before);
   });
 
+  it("never forwards a signature of the caller's own (x-amz-date, x-amz-security-token)", async () => {
+    const received = next();
+    const res = await raw(`/cloudy/model/${encodeURIComponent(MODEL)}/converse`, { 'x-gw-provider-key': API_KEY, 'x-amz-date': '20250101T000000Z', 'x-amz-security-token': 'caller-session-token' }, JSON.stringify({ messages }));
+    assert.equal(res.status, 200);
+    const rec = received();
+    assert.equal(rec.headers['x-amz-security-token'], undefined);
+    assert.equal(rec.headers['x-amz-date'], undefined);
+  });
+
   it('refuses an API key sent beside an access-key pair (400 request_error)', async () => {
     const before = fake.received.length;
     const res = await raw(`/cloudy/model/${encodeURIComponent(MODEL)}/converse`, { authorization: `Bearer ${API_KEY}`, 'x-gw-key': devKey, 'x-gw-provider-key': `${ACCESS_KEY_ID}:${SECRET}` }, JSON.stringify({ messages }));
