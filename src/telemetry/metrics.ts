@@ -79,6 +79,11 @@ export function createMetrics() {
       labelNames: ['result'] as const,
       registers: [registry],
     }),
+    rateLimitWaits: new Counter({
+      name: 'gw_rate_limit_waits_total',
+      help: 'Requests that waited for a token lease: the replica held no tokens and did not know the shared bucket was dry',
+      registers: [registry],
+    }),
     setPoolStatsSource(fn: () => PoolStats[]) {
       poolStats = fn;
     },

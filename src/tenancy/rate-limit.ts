@@ -10,6 +10,8 @@ import type { Metrics } from '../telemetry/metrics.js';
 export const LOCAL_TOKEN_TTL_MS = 1000;
 /** After a failed lease the replica limits on its own for this long before asking again. */
 const DEGRADED_MS = 1000;
+/** For this long after the shared bucket ran dry the org is at its cap: an empty batch refuses instead of waiting. */
+const CONTENDED_MS = 1000;
 
 /** Tokens a replica leases at once: 50 ms of the cap (1 to 100). */
 export const leaseSize = (rps: number): number => Math.min(100, Math.max(1, Math.ceil(rps * 0.05)));
@@ -23,7 +25,11 @@ interface Allowance {
   leasedAt: number;
   /** the shared bucket said it is empty until then: refuse locally, do not ask */
   dryUntil: number;
+  /** when the shared bucket last ran dry */
+  dryAt: number;
   pending: Promise<void> | undefined;
+  /** a lease scheduled for when the shared bucket refills */
+  refillTimer: NodeJS.Timeout | undefined;
   /** shared store unreachable until then: a local bucket at the full cap decides */
   degradedUntil: number;
   local: { tokens: number; at: number } | undefined;
@@ -63,10 +69,23 @@ export class RateLimiter {
     const now = this.clock();
     if (now < a.degradedUntil) return this.admitLocally(a, now, rps);
     if (this.takeLocal(a, now)) {
-      if (a.tokens < leaseSize(rps) / 2 && now >= a.dryUntil) void this.lease(orgId, a, rps);
+      // top up ahead of need (once the shared bucket can give), so a steady caller never finds the batch empty
+      if (a.tokens <= leaseSize(rps) / 2) {
+        if (now >= a.dryUntil) void this.lease(orgId, a, rps);
+        else this.leaseWhenRefilled(orgId, a, rps, a.dryUntil - now);
+      }
       return ADMITTED;
     }
-    if (now < a.dryUntil) throw rateLimited(a.dryUntil - now);
+    if (now < a.dryUntil) {
+      this.leaseWhenRefilled(orgId, a, rps, a.dryUntil - now);
+      throw rateLimited(a.dryUntil - now);
+    }
+    if (now - a.dryAt < CONTENDED_MS) {
+      // at the cap a lease brings at most a token or two: refuse now, lease in the background
+      void this.lease(orgId, a, rps);
+      throw rateLimited(1000 / rps);
+    }
+    this.opts.metrics.rateLimitWaits.inc();
     return this.lease(orgId, a, rps).then(() => {
       const after = this.clock();
       if (after < a.degradedUntil) return this.admitLocally(a, after, rps);
@@ -93,7 +112,11 @@ export class RateLimiter {
           if (now - a.leasedAt >= LOCAL_TOKEN_TTL_MS) a.tokens = 0;
           a.tokens += grant.granted;
           a.leasedAt = now;
-          a.dryUntil = grant.waitMs > 0 ? now + grant.waitMs : 0;
+          // dry: nobody here asks again before a whole lease could have accrued
+          a.dryUntil = grant.granted < leaseSize(rps) ? now + Math.max(grant.waitMs, Math.ceil((leaseSize(rps) * 1000) / rps)) : 0;
+          // left empty by a dry bucket: lease again once it refills, so the next caller need not wait
+          if (a.dryUntil > 0) a.dryAt = now;
+          if (a.dryUntil > 0 && a.tokens < 1) this.leaseWhenRefilled(orgId, a, rps, a.dryUntil - now);
         },
         (err: unknown) => {
           this.opts.metrics.rateLimitLeases.inc({ result: 'error' });
@@ -107,6 +130,16 @@ export class RateLimiter {
     return a.pending;
   }
 
+  /** Refused callers do not wait: the next lease happens in the background once the bucket has refilled. */
+  private leaseWhenRefilled(orgId: string, a: Allowance, rps: number, inMs: number): void {
+    if (a.refillTimer) return;
+    a.refillTimer = setTimeout(() => {
+      a.refillTimer = undefined;
+      void this.lease(orgId, a, rps);
+    }, inMs);
+    a.refillTimer.unref();
+  }
+
   /** Fallback while the shared store is away: this replica alone at the full cap. */
   private admitLocally(a: Allowance, now: number, rps: number): Admission {
     const { state, grant } = refillAndTake(a.local, now, 1, { rate: rps, capacity: Math.max(1, rps) });
@@ -118,7 +151,7 @@ export class RateLimiter {
   private allowance(orgId: string): Allowance {
     let a = this.allowances.get(orgId);
     if (!a) {
-      a = { tokens: 0, leasedAt: 0, dryUntil: 0, pending: undefined, degradedUntil: 0, local: undefined };
+      a = { tokens: 0, leasedAt: 0, dryUntil: 0, dryAt: 0, pending: undefined, refillTimer: undefined, degradedUntil: 0, local: undefined };
       this.allowances.set(orgId, a);
     }
     return a;

@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startFakeOpenAI } from '../fakes/openai.js';
+import type { FakeVendor } from '../fakes/server.js';
+import { devKeySecret, dropRedisPrefix, newRedisPrefix, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const RPS_CAP = 30;
+const REPLICAS = 4;
+const SECONDS = 10;
+const OFFERED_RPS = RPS_CAP * 3;
+const devKey = devKeySecret('rate-limited');
+const bootstrap: Bootstrap = { orgs: [{ org_id: 'rl', rps_cap: RPS_CAP }], dev_keys: [{ org_id: 'rl', dev_key_id: 'dk-rl', api_key: devKey }] };
+const BODY = JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
+
+const call = (gw: TestGateway) =>
+  fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${devKey}`, 'x-gw-provider-key': 'sk-upstream', 'content-type': 'application/json' },
+    body: BODY,
+  }).then(async (r) => {
+    await r.arrayBuffer();
+    return r;
+  });
+
+describe(`rate limit across ${REPLICAS} replicas sharing one Redis`, () => {
+  let fake: FakeVendor;
+  const replicas: TestGateway[] = [];
+  const redisPrefix = newRedisPrefix();
+  before(async () => {
+    fake = await startFakeOpenAI();
+    // one after the other: the bootstrap is applied once and found by the others
+    for (let i = 0; i < REPLICAS; i++) replicas.push(await startTestGateway({ bootstrap, redisPrefix, env: { GW_UPSTREAM_OPENAI: fake.origin } }));
+  });
+  after(async () => {
+    for (const gw of replicas) await gw.close();
+    await fake.close();
+    await dropRedisPrefix(redisPrefix);
+  });
+
+  it(`admits ${RPS_CAP}/s ±10% over ${SECONDS} s of ${OFFERED_RPS}/s spread over the replicas; the rest are 429 with Retry-After`, async (t) => {
+    const total = OFFERED_RPS * SECONDS;
+    const started = performance.now();
+    const pending: Array<Promise<Response>> = [];
+    for (let i = 0; i < total; i++) {
+      const due = started + (i * 1000) / OFFERED_RPS;
+      const wait = due - performance.now();
+      if (wait > 1) await sleep(wait);
+      pending.push(call(replicas[i % REPLICAS]!));
+    }
+    const responses = await Promise.all(pending);
+    const elapsedS = (performance.now() - started) / 1000;
+    const admitted = responses.filter((r) => r.status === 200).length;
+    const refused = responses.filter((r) => r.status === 429);
+    assert.equal(admitted + refused.length, total, 'every answer is 200 or 429');
+    for (const r of refused.slice(0, 20)) {
+      assert.equal(r.headers.get('x-gw-error'), 'rate_limited');
+      assert.ok(Number(r.headers.get('retry-after')) >= 1);
+    }
+    let leases = 0;
+    let waits = 0;
+    for (const gw of replicas) {
+      const text = await (await fetch(`${gw.url}/metrics`)).text();
+      leases += Number(/^gw_rate_limit_lease_calls_total\{result="ok"\} (\d+)/m.exec(text)?.[1] ?? 0);
+      waits += Number(/^gw_rate_limit_waits_total (\d+)/m.exec(text)?.[1] ?? 0);
+    }
+    const expected = RPS_CAP * SECONDS;
+    t.diagnostic(`offered ${total} in ${elapsedS.toFixed(2)} s, admitted ${admitted} (expected ${expected}), ${leases} shared-bucket leases, ${waits} requests waited for one`);
+    assert.ok(Math.abs(admitted - expected) <= expected * 0.1, `admitted ${admitted}, expected ${expected} ±10%`);
+    assert.ok(waits < total / 20, `requests rarely wait on the shared bucket (${waits} of ${total})`);
+  });
+});
