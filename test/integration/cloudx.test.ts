@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AzureOpenAI } from 'openai';
+import { APIError, AzureOpenAI } from 'openai';
 import { GatewayError } from '../../src/errors.js';
 import { cloudxEndpoint } from '../../src/providers/cloudx.js';
 import { startFakeAzure } from '../fakes/azure.js';
@@ -81,16 +81,18 @@ describe('cloudx /cloudx/compat/… through AzureOpenAI', () => {
   it('vendor errors are relayed without x-gw-error; gateway errors carry it', async () => {
     const err = await azure()
       .chat.completions.create({ model: 'error_429', messages: [{ role: 'user', content: 'hi' }] })
-      .catch((e: unknown) => e as { status: number; headers: Headers; error: unknown });
+      .catch((e: unknown) => e);
+    assert.ok(err instanceof APIError);
     assert.equal(err.status, 429);
-    assert.equal(err.headers.get('x-gw-error'), null);
+    assert.equal(err.headers?.get('x-gw-error'), null);
     assert.deepEqual(err.error, { code: '429', message: 'scripted 429' });
 
     const noVendor = await azure({})
       .chat.completions.create({ model: 'gpt-4o-prod', messages: [{ role: 'user', content: 'hi' }] })
-      .catch((e: unknown) => e as { status: number; headers: Headers });
+      .catch((e: unknown) => e);
+    assert.ok(noVendor instanceof APIError);
     assert.equal(noVendor.status, 402);
-    assert.equal(noVendor.headers.get('x-gw-error'), 'onboarding_incomplete');
+    assert.equal(noVendor.headers?.get('x-gw-error'), 'onboarding_incomplete');
   });
 });
 
