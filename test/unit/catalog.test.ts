@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { CATALOG, costUsd, lookupModel } from '../../src/providers/catalog.js';
+import { PROVIDER_IDS } from '../../src/providers/types.js';
+
+describe('model catalog', () => {
+  it('entries are unique, priced and owned by a known provider', () => {
+    assert.equal(new Set(CATALOG.map((m) => m.id)).size, CATALOG.length);
+    for (const m of CATALOG) {
+      assert.ok(PROVIDER_IDS.includes(m.provider), m.id);
+      for (const p of Object.values(m.price)) assert.ok(p >= 0 && Number.isFinite(p), m.id);
+      assert.ok(m.context_window > 0, m.id);
+    }
+  });
+
+  it('finds exact ids, dated variants (longest id first), Bedrock region prefixes and models/ paths', () => {
+    assert.equal(lookupModel('gpt-4o')?.id, 'gpt-4o');
+    assert.equal(lookupModel('gpt-4o-2024-08-06')?.id, 'gpt-4o');
+    assert.equal(lookupModel('gpt-4o-mini-2024-07-18')?.id, 'gpt-4o-mini');
+    assert.equal(lookupModel('claude-sonnet-4-5-20250929')?.id, 'claude-sonnet-4-5');
+    assert.equal(lookupModel('us.anthropic.claude-sonnet-4-5-20250929-v1:0')?.provider, 'cloudy');
+    assert.equal(lookupModel('models/gemini-2.5-flash')?.id, 'gemini-2.5-flash');
+    assert.equal(lookupModel('gemini-2.5-flash-lite')?.id, 'gemini-2.5-flash-lite');
+  });
+
+  it('does not guess unknown names or bare prefixes', () => {
+    for (const name of [undefined, '', 'gpt', 'gpt-4', 'gpt-4ox', 'mystery-model', 'xgpt-4o']) assert.equal(lookupModel(name), undefined, String(name));
+  });
+
+  it('prices usage per million tokens, cached input at its own rate', () => {
+    // gpt-4o: input 2.5, cached 1.25, output 10 USD per million
+    const cost = costUsd('gpt-4o', { input_tokens: 12, cached_tokens: 2, output_tokens: 5 });
+    assert.ok(Math.abs(cost - (10 * 2.5 + 2 * 1.25 + 5 * 10) / 1e6) < 1e-15, String(cost));
+    assert.equal(costUsd('gpt-4o-2024-08-06', { input_tokens: 1_000_000, cached_tokens: 0, output_tokens: 0 }), 2.5);
+  });
+
+  it('costs nothing for an unknown model or missing usage, and never goes negative', () => {
+    assert.equal(costUsd('mystery', { input_tokens: 10, cached_tokens: 0, output_tokens: 10 }), 0);
+    assert.equal(costUsd('gpt-4o', undefined), 0);
+    assert.ok(costUsd('gpt-4o', { input_tokens: 1, cached_tokens: 5, output_tokens: 0 }) >= 0);
+  });
+});
