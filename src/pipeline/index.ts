@@ -80,6 +80,7 @@ export class Pipeline {
     const { providers, upstream, metrics, limits, ring } = this.deps;
     const { credential, location: storedLocation } = await resolveCredential(this.deps.storedKeys, req, plan.caller, plan.presented, plan.provider);
     const location = { ...storedLocation, ...plan.location };
+    for (const stage of this.deps.policy) stage.located?.(plan, location);
     const unsigned: UpstreamRequest = {
       origin: providers.origin(plan.provider, location),
       path: typeof plan.path === 'string' ? plan.path : plan.path(location),

@@ -1,4 +1,5 @@
 import type { GatewayRequest } from '../http/types.js';
+import type { Location } from '../providers/adapter.js';
 import type { RelayPlan } from './index.js';
 
 /**
@@ -14,6 +15,8 @@ export interface Admission {
 export interface PolicyStage {
   readonly name: string;
   admit(req: GatewayRequest, plan: RelayPlan): Promise<Admission> | Admission;
+  /** re-checks once the upstream location is resolved (a stored key's region): throws to refuse */
+  located?(plan: RelayPlan, location: Location): void;
 }
 
 export const ADMITTED: Admission = { settle: () => undefined };

@@ -37,17 +37,25 @@ export function parseAllowedRegions(setting: string): (region: string) => boolea
 
 /**
  * Data residency: a call whose upstream region is outside GW_ALLOWED_REGIONS
- * is 451 forbidden before anything is sent. Upstreams that name no region
- * are not subject to the rule (docs/operations.md says so).
+ * is 451 forbidden before anything is sent, whether the region came with
+ * the call or from a stored key. Upstreams that name no region are not
+ * subject to the rule (docs/operations.md says so).
  */
 export function residencyStage(allowedRegions: string): PolicyStage {
   const allowed = parseAllowedRegions(allowedRegions);
+  const check = (loc: Location | undefined): void => {
+    const region = upstreamRegion(loc);
+    if (region === undefined || allowed(region)) return;
+    throw new GatewayError('forbidden', `upstream region ${region} is outside this deployment's allowed regions (${allowedRegions})`, { status: RESIDENCY_STATUS });
+  };
   return {
     name: 'residency',
+    // the caller's own location first, before any stored-key lookup
     admit(_req: GatewayRequest, plan: RelayPlan) {
-      const region = upstreamRegion(plan.location);
-      if (region === undefined || allowed(region)) return ADMITTED;
-      throw new GatewayError('forbidden', `upstream region ${region} is outside this deployment's allowed regions (${allowedRegions})`, { status: RESIDENCY_STATUS });
+      check(plan.location);
+      return ADMITTED;
     },
+    // then the resolved one, which may come from a stored key
+    located: (_plan: RelayPlan, location: Location) => check(location),
   };
 }
