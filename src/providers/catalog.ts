@@ -44,6 +44,9 @@ export const CATALOG: readonly CatalogModel[] = [
   m('gemini-2.0-flash', 'genvendor', 0.1, 0.4, 0.025, 1_048_576, 8_192, ['chat', 'tools', 'vision']),
   m('anthropic.claude-sonnet-4-5-20250929-v1:0', 'cloudy', 3, 15, 0.3, 200_000, 64_000, ['chat', 'tools', 'vision', 'reasoning']),
   m('anthropic.claude-3-5-haiku-20241022-v1:0', 'cloudy', 0.8, 4, 0.08, 200_000, 8_192, ['chat', 'tools']),
+  m('anthropic.claude-3-5-sonnet-20240620-v1:0', 'cloudy', 3, 15, 0.3, 200_000, 8_192, ['chat', 'tools', 'vision']),
+  m('anthropic.claude-3-7-sonnet-20250219-v1:0', 'cloudy', 3, 15, 0.3, 200_000, 64_000, ['chat', 'tools', 'vision', 'reasoning']),
+  m('anthropic.claude-sonnet-4-20250514-v1:0', 'cloudy', 3, 15, 0.3, 200_000, 64_000, ['chat', 'tools', 'vision', 'reasoning']),
   m('amazon.nova-pro-v1:0', 'cloudy', 0.8, 3.2, 0.2, 300_000, 5_000, ['chat', 'tools', 'vision']),
   m('amazon.nova-lite-v1:0', 'cloudy', 0.06, 0.24, 0.015, 300_000, 5_000, ['chat', 'tools', 'vision']),
   m('meta.llama3-3-70b-instruct-v1:0', 'cloudy', 0.72, 0.72, 0, 128_000, 8_192, ['chat']),
@@ -55,13 +58,17 @@ const BY_LENGTH = [...CATALOG].sort((a, b) => b.id.length - a.id.length);
 /**
  * The catalog entry for a model name as callers send it: exact, a dated or
  * suffixed variant (`gpt-4o-2024-08-06`, `claude-sonnet-4-5-20250929`), or a
- * cross-region Bedrock id (`us.anthropic…`).
+ * cross-region Bedrock id (`us.anthropic…`), or a Bedrock model or
+ * inference-profile ARN (`arn:aws:bedrock:…:foundation-model/anthropic…`).
  */
 export function lookupModel(name: string | undefined): CatalogModel | undefined {
   if (!name) return undefined;
   const exact = BY_ID.get(name);
   if (exact) return exact;
-  const bare = name.replace(/^(us|eu|apac|global)\./, '').replace(/^models\//, '');
+  const bare = name
+    .replace(/^arn:aws[a-z-]*:bedrock:[^/]*\//, '')
+    .replace(/^(us|us-gov|eu|apac|jp|au|global)\./, '')
+    .replace(/^models\//, '');
   return BY_ID.get(bare) ?? BY_LENGTH.find((c) => bare.startsWith(`${c.id}-`) || bare.startsWith(`${c.id}@`));
 }
 

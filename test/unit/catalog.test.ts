@@ -20,6 +20,8 @@ describe('model catalog', () => {
     assert.equal(lookupModel('claude-sonnet-4-5-20250929')?.id, 'claude-sonnet-4-5');
     assert.equal(lookupModel('us.anthropic.claude-sonnet-4-5-20250929-v1:0')?.provider, 'cloudy');
     assert.equal(lookupModel('models/gemini-2.5-flash')?.id, 'gemini-2.5-flash');
+    assert.equal(lookupModel('arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-3-5-sonnet-20240620-v1:0')?.id, 'anthropic.claude-3-5-sonnet-20240620-v1:0');
+    assert.equal(lookupModel('arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-sonnet-4-20250514-v1:0')?.id, 'anthropic.claude-sonnet-4-20250514-v1:0');
     assert.equal(lookupModel('gemini-2.5-flash-lite')?.id, 'gemini-2.5-flash-lite');
   });
 
