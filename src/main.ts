@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type pino from 'pino';
 import { adminRoutes } from './api/admin.js';
@@ -197,15 +198,31 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
 }
 
 const WORKER_FLAG = '--gateway-worker';
+const WORKER_READY = 'gateway-worker-ready';
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n`);
   process.exit(1);
 }
 
+/** A port free right now, for replicas that must agree on one when GW_PORT is 0. */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, host, () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 /**
  * Replicas are processes sharing the port through SO_REUSEPORT (uWS sets it),
  * so the kernel spreads connections and one crash does not take the others.
+ * A replica that dies is restarted; when the first replicas cannot start at
+ * all (Redis unreachable, a bad state file) the primary stops with them
+ * instead of restarting them forever.
  */
 async function runPrimary(settings: Settings): Promise<void> {
   if (settings.GW_WORKERS === 1) {
@@ -223,26 +240,40 @@ async function runPrimary(settings: Settings): Promise<void> {
     await new TenantAdmin(store, new Directory(store), settings.GW_DEFAULT_RPS_CAP).bootstrap(settings.GW_BOOTSTRAP);
     await store.close();
   }
-  const { GW_BOOTSTRAP: _skip, ...env } = process.env;
+  // port 0 would give every replica its own port: pick one they all share
+  const port = settings.GW_PORT === 0 ? await freePort(settings.GW_HOST) : settings.GW_PORT;
+  const { GW_BOOTSTRAP: _skip, ...inherited } = process.env;
+  const env = { ...inherited, GW_PORT: String(port) };
   const children = new Set<ChildProcess>();
   let stopping = false;
+  let anyReady = false;
   const spawn = (index: number) => {
+    if (stopping) return;
     const child = fork(fileURLToPath(import.meta.url), [WORKER_FLAG], { env, execArgv: process.execArgv });
     children.add(child);
+    child.on('message', (message) => {
+      if (message === WORKER_READY) anyReady = true;
+    });
     child.on('exit', (code, signal) => {
       children.delete(child);
       if (stopping) {
         if (children.size === 0) process.exit(0);
         return;
       }
+      if (!anyReady) {
+        stopping = true;
+        for (const c of children) c.kill('SIGTERM');
+        fail(`gateway: replica ${index} could not start (exit ${code ?? signal}); stopping`);
+      }
       log.error({ index, code, signal }, 'replica exited; restarting in 1 s');
       setTimeout(() => spawn(index), 1000);
     });
   };
   for (let i = 0; i < settings.GW_WORKERS; i++) spawn(i);
-  log.info({ workers: settings.GW_WORKERS }, 'replicas started');
+  log.info({ workers: settings.GW_WORKERS, port }, 'replicas started');
   const stop = () => {
     stopping = true;
+    if (children.size === 0) process.exit(0);
     for (const c of children) c.kill('SIGTERM');
   };
   process.once('SIGTERM', stop);
@@ -251,8 +282,18 @@ async function runPrimary(settings: Settings): Promise<void> {
 
 async function runWorker(settings: Settings): Promise<void> {
   const gw = await startGateway(settings);
-  process.once('SIGTERM', () => void gw.close().then(() => process.exit(0)));
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    void gw.close().then(() => process.exit(0));
+  };
+  process.once('SIGTERM', stop);
+  // the primary is gone (killed outright): do not linger as an orphan holding the port
+  process.once('disconnect', stop);
+  // Ctrl-C reaches the whole process group; the primary decides
   process.once('SIGINT', () => undefined);
+  process.send?.(WORKER_READY);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -1,0 +1,174 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { request } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { startFakeOpenAI } from '../fakes/openai.js';
+import type { FakeVendor } from '../fakes/server.js';
+import { ADMIN_KEY, dropRedisPrefix, newRedisPrefix, REDIS_URL, SECRETS_KEY } from '../helpers/gateway.js';
+
+const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+
+interface GatewayProcess {
+  child: ChildProcess;
+  /** the port named by the first 'gateway listening' line */
+  port: number;
+  lines: string[];
+  stderr(): string;
+  /** resolves with the exit code once the process is gone */
+  exited: Promise<number | null>;
+}
+
+/** `node --import tsx src/main.ts` with only the given GW_ variables; resolves once a replica listens. */
+async function spawnGateway(env: Record<string, string>): Promise<GatewayProcess> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GW_')));
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    env: { ...clean, GW_HOST: '127.0.0.1', GW_PORT: '0', GW_ADMIN_KEY: ADMIN_KEY, GW_SHUTDOWN_GRACE_S: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  const lines: string[] = [];
+  let err = '';
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const port = new Promise<number>((resolve, reject) => {
+    let partial = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      const parts = (partial + d.toString()).split('\n');
+      partial = parts.pop() ?? '';
+      for (const line of parts) {
+        lines.push(line);
+        if (line.includes('"msg":"gateway listening"')) resolve((JSON.parse(line) as { port: number }).port);
+      }
+    });
+    void exited.then((code) => reject(new Error(`gateway exited (${code}) before listening: ${err}`)));
+  });
+  return { child, port: await port, lines, stderr: () => err, exited };
+}
+
+async function stopGateway(gw: GatewayProcess): Promise<void> {
+  if (gw.child.exitCode !== null || gw.child.signalCode !== null) return;
+  gw.child.kill('SIGTERM');
+  await gw.exited;
+}
+
+/** One request on a fresh connection (so SO_REUSEPORT may pick any replica). */
+function send(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = request({ host: '127.0.0.1', port, method, path, agent: false, headers: { ...(payload ? { 'content-type': 'application/json' } : {}), ...headers } }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }));
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+const admin = (port: number, path: string, body: unknown) => send(port, 'POST', path, { authorization: `Bearer ${ADMIN_KEY}` }, body);
+const chat = (port: number, devKey: string) =>
+  send(port, 'POST', '/v1/chat/completions', { authorization: `Bearer ${devKey}`, 'x-gw-provider-key': 'sk-upstream-test' }, { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
+
+describe('two gateway processes on one Redis', () => {
+  const prefix = newRedisPrefix();
+  let fake: FakeVendor;
+  let a: GatewayProcess;
+  let b: GatewayProcess;
+
+  before(async () => {
+    fake = await startFakeOpenAI();
+    const env = { GW_REDIS_URL: REDIS_URL, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_WORKERS: '1', GW_UPSTREAM_OPENAI: fake.origin, GW_LOG_LEVEL: 'info' };
+    [a, b] = await Promise.all([spawnGateway(env), spawnGateway(env)]);
+  });
+  after(async () => {
+    await Promise.all([a, b].filter(Boolean).map(stopGateway));
+    await fake.close();
+    await dropRedisPrefix(prefix);
+  });
+
+  it('an org and key created through A are obeyed by B on the very next request; so is the revocation', async () => {
+    for (let i = 0; i < 10; i++) {
+      const org = `replica-org-${i}`;
+      assert.equal((await admin(a.port, '/api/v1/admin/orgs', { org_id: org, rps_cap: 1000 })).status, 201);
+      // the key is minted through B for an org B only heard of from A
+      const minted = await admin(b.port, '/api/v1/admin/dev_keys', { org_id: org });
+      assert.equal(minted.status, 201, JSON.stringify(minted.body));
+      const devKey = minted.body['api_key'] as string;
+      assert.equal((await chat(a.port, devKey)).status, 200, `round ${i}: A does not know B's key yet`);
+      const revoked = await admin(a.port, '/api/v1/admin/dev_keys/revoke', { key_id: minted.body['key_id'] });
+      assert.equal(revoked.status, 200);
+      const next = await chat(b.port, devKey);
+      assert.equal(next.status, 401, `round ${i}: B still accepts a key A revoked`);
+      assert.equal((next.body['error'] as { type: string }).type, 'invalid_developer_key');
+    }
+  });
+
+  it('an org created on both at once is created once: one 201, the other 200', async () => {
+    const [ra, rb] = await Promise.all([admin(a.port, '/api/v1/admin/orgs', { org_id: 'both-at-once' }), admin(b.port, '/api/v1/admin/orgs', { org_id: 'both-at-once' })]);
+    assert.deepEqual([ra.status, rb.status].sort(), [200, 201]);
+    assert.equal(ra.body['created_at'], rb.body['created_at']);
+  });
+});
+
+describe('GW_WORKERS=2: replica processes sharing one port', () => {
+  const prefix = newRedisPrefix();
+  let gw: GatewayProcess;
+
+  before(async () => {
+    gw = await spawnGateway({ GW_WORKERS: '2', GW_REDIS_URL: REDIS_URL, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_LOG_LEVEL: 'info' });
+  });
+  after(async () => {
+    await stopGateway(gw);
+    await dropRedisPrefix(prefix);
+  });
+
+  const pidsAnswering = async (want: number, timeoutMs = 20_000): Promise<Set<number>> => {
+    const pids = new Set<number>();
+    const deadline = Date.now() + timeoutMs;
+    while (pids.size < want && Date.now() < deadline) {
+      const r = await send(gw.port, 'GET', '/healthz').catch(() => undefined);
+      if (r?.status === 200) pids.add(r.body['pid'] as number);
+      else await new Promise((res) => setTimeout(res, 50));
+    }
+    return pids;
+  };
+
+  it('both replicas answer on the one port, and a replica that dies is replaced', async () => {
+    const pids = await pidsAnswering(2);
+    assert.equal(pids.size, 2, `one port, two replicas: saw ${[...pids].join(', ')}`);
+    assert.ok(!pids.has(gw.child.pid ?? -1), 'the primary serves nothing itself');
+    const [victim] = [...pids];
+    process.kill(victim!, 'SIGKILL');
+    const deadline = Date.now() + 30_000;
+    let replacement: number | undefined;
+    while (replacement === undefined && Date.now() < deadline) {
+      for (const pid of await pidsAnswering(2, 2000)) if (!pids.has(pid)) replacement = pid;
+    }
+    assert.ok(replacement, 'no replacement replica answered');
+    assert.ok(gw.lines.some((l) => l.includes('"msg":"replica exited; restarting in 1 s"') && l.includes('"signal":"SIGKILL"')));
+  });
+
+  it('SIGTERM to the primary stops every replica', async () => {
+    const pids = await pidsAnswering(2);
+    gw.child.kill('SIGTERM');
+    assert.equal(await gw.exited, 0);
+    for (const pid of pids) assert.throws(() => process.kill(pid, 0), /ESRCH/, `replica ${pid} outlived the primary`);
+  });
+});
+
+describe('GW_WORKERS=2 with Redis unreachable', () => {
+  it('stops with an error naming GW_REDIS_URL instead of restarting replicas forever', async () => {
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GW_')));
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+      env: { ...clean, GW_HOST: '127.0.0.1', GW_PORT: '0', GW_WORKERS: '2', GW_REDIS_URL: 'redis://127.0.0.1:1', GW_SECRETS_KEY: SECRETS_KEY, GW_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let err = '';
+    child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 1);
+    assert.match(err, /GW_REDIS_URL: cannot use Redis at redis:\/\/127\.0\.0\.1:1/);
+    assert.match(err, /could not start/);
+  });
+});
