@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { cpus, release, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { placement, pinSelf, cpuMicros, type Placement } from './procs.js';
 import { budgetLines, resultsTable, writeSection, type Failure, type Row } from './report.js';
@@ -82,13 +82,14 @@ async function measure(target: Target, scenario: Scenario): Promise<Row | string
   };
 }
 
-function machine(place: Placement): string {
+function machine(place: Placement, loadAtStart: number[]): string {
   const cpu = cpus();
   const autocannonVersion = (JSON.parse(readFileSync(join(ROOT, 'node_modules/autocannon/package.json'), 'utf8')) as { version: string }).version;
   return [
     `- CPU: ${cpu[0]?.model ?? 'unknown'}, ${cpu.length} logical cores; memory ${(totalmem() / 2 ** 30).toFixed(1)} GiB; Linux ${release()}`,
-    `- Node ${process.version}; nginx ${nginxVersion()}; autocannon ${autocannonVersion}; gateway ${config.fromSource ? 'from src/ through tsx' : 'built, dist/src/main.js'}`,
+    `- Node ${process.version}; ${nginxVersion()}; autocannon ${autocannonVersion}; gateway ${config.fromSource ? 'from src/ through tsx' : 'built, dist/src/main.js'}`,
     `- Pinning (taskset): load generator on CPU ${place.loadgen ?? 'any'}, gateway and nginx on CPU ${place.target ?? 'any'}, fake upstream on CPU ${place.upstream ?? 'any'}`,
+    `- Load average when the run started: ${loadAtStart.map((x) => x.toFixed(2)).join(' ')} (other work on the box inflates req/s noise and single-connection times more than CPU per request)`,
     `- ${config.connections} connections, ${config.warmup} s warm-up discarded, ${config.duration} s measured per cell; single-connection median of ${config.latencyRequests} sequential requests`,
   ].join('\n');
 }
@@ -99,7 +100,7 @@ a pass-through provider key, info logs written to a file, metrics and accounting
 keep-alive pool, \`proxy_buffering off\` as a streaming relay needs, access log on with a 64 KB buffer).
 Load: autocannon (settings above). *CPU µs/req* is the target process's utime+stime from /proc/<pid>/stat over the measured
 run divided by the 2xx replies (for nginx, master plus worker; for the gateway, the gateway process only, not the fake);
-*1-conn p50* is the median round trip of sequential requests on one keep-alive connection from a raw-socket client.
+*p50/p99* are autocannon's, at its 1 ms resolution; *1-conn p50* is the median round trip of sequential requests on one keep-alive connection from a raw-socket client.
 The stream scenario's upstream writes each of its 20 chunks (and the usage chunk) in its own event-loop turn.
 Pinning caveat: on 2 cores the fake upstream shares the servers' core, so proxied req/s includes the fake's work;
 CPU per request and single-connection latency, the figures that hold on a noisy box, are unaffected by that.`;
@@ -108,6 +109,7 @@ const SKELETON = '# Performance\n';
 
 async function main(): Promise<void> {
   const { scenarios, targets: wanted, partial } = selection();
+  const loadAtStart = loadavg();
   const place = placement();
   pinSelf(place.loadgen);
   if (wanted.includes('nginx')) ensureNginx();
@@ -146,7 +148,7 @@ async function main(): Promise<void> {
   if (partial) {
     process.stdout.write('\n(partial run: docs/performance.md left as it is)\n');
   } else {
-    const section = [`Run of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (\`npm run bench\`).`, '', machine(place), '', METHOD, '', table, '', ...budget, ...failed].join('\n');
+    const section = [`Run of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (\`npm run bench\`).`, '', machine(place, loadAtStart), '', METHOD, '', table, '', ...budget, ...failed].join('\n');
     writeSection(DOC, 'bench', section, SKELETON);
     process.stdout.write(`\nwritten to ${DOC}\n`);
   }
