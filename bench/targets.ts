@@ -14,6 +14,16 @@ export interface Target {
 
 const ROOT = resolve(import.meta.dirname, '..');
 
+/** Waits for the child to listen; a child that never does is stopped, not left behind. */
+async function listening(child: Spawned, port: number): Promise<void> {
+  try {
+    await waitForPort(port);
+  } catch (err) {
+    await child.stop(1000);
+    throw err;
+  }
+}
+
 /** A fixed, valid developer key (gw_ + 40 base62): the bench's one tenant. */
 export const BENCH_DEV_KEY = `gw_${'BenchKey'.repeat(5)}`;
 export const REQUEST_HEADERS: Record<string, string> = {
@@ -25,7 +35,7 @@ export const REQUEST_HEADERS: Record<string, string> = {
 export async function startUpstream(cpu: string | undefined): Promise<Target> {
   const port = await freePort();
   const child = spawnPinned(cpu, process.execPath, ['--import', 'tsx', join(ROOT, 'bench/fake-upstream.ts'), String(port)], { cwd: ROOT });
-  await waitForPort(port);
+  await listening(child, port);
   return { id: 'direct', title: 'direct to the fake upstream', port, pid: child.pid, stop: () => child.stop() };
 }
 
@@ -65,7 +75,7 @@ export async function startGatewayProcess(cpu: string | undefined, opts: Gateway
   };
   const child = spawnPinned(cpu, process.execPath, [...(opts.nodeArgs ?? []), ...entry], { env, stdout: logFd, cwd: opts.workDir });
   closeSync(logFd);
-  await waitForPort(port);
+  await listening(child, port);
   return { id: 'gateway', title: 'through the gateway', port, pid: child.pid, logFile, child, stop: () => child.stop() };
 }
 
@@ -116,6 +126,6 @@ export async function startNginx(cpu: string | undefined, upstreamPort: number, 
   const conf = join(dir, 'nginx.conf');
   writeFileSync(conf, nginxConf(dir, port, upstreamPort));
   const child = spawnPinned(cpu, 'nginx', ['-p', dir, '-c', conf, '-e', join(dir, 'error.log')]);
-  await waitForPort(port);
+  await listening(child, port);
   return { id: 'nginx', title: 'through nginx', port, pid: child.pid, stop: () => child.stop() };
 }
