@@ -10,6 +10,7 @@ import type { Route } from './http/types.js';
 import { Pipeline } from './pipeline/index.js';
 import { Providers, type OriginOverrides } from './providers/index.js';
 import { createFront } from './server/front.js';
+import { startMetricsApp } from './server/metrics-app.js';
 import { loadUws } from './server/uws.js';
 import { loadSettings, SettingsError, type Settings } from './settings.js';
 import { EmbeddedDocStore } from './stores/embedded/doc-store.js';
@@ -48,6 +49,8 @@ import { Upstream } from './upstream/client.js';
 
 export interface RunningGateway {
   port: number;
+  /** the GW_METRICS_PORT listener's port, when set */
+  metricsPort?: number;
   log: Logger;
   /** stops accepting, lets in-flight requests finish (bounded), releases stores and pools */
   close(): Promise<void>;
@@ -178,12 +181,15 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
   inFlight = () => front.inFlight;
   const port = await front.listen(settings.GW_HOST, settings.GW_PORT);
   log.info({ host: settings.GW_HOST, port, store: settings.GW_REDIS_URL ? 'redis' : 'embedded' }, 'gateway listening');
+  const metricsApp = settings.GW_METRICS_PORT === undefined ? undefined : await startMetricsApp(uws, settings.GW_HOST, settings.GW_METRICS_PORT, metrics.registry, log);
 
   return {
     port,
+    metricsPort: metricsApp?.port,
     log,
     async close() {
       front.stopListening();
+      metricsApp?.close();
       const deadline = Date.now() + settings.GW_SHUTDOWN_GRACE_S * 1000;
       while (front.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       await upstream.close().catch(() => undefined);

@@ -8,6 +8,7 @@ import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { InspectorRing } from '../telemetry/ring.js';
 import type { Upstream } from '../upstream/client.js';
+import type { ReplyTransform } from '../translate/types.js';
 import { account } from './accounting.js';
 import { resolveCredential, type StoredKeys } from './credentials.js';
 import { admitAll, type PolicyStage } from './policy.js';
@@ -41,6 +42,10 @@ export interface RelayPlan {
   body: Buffer;
   /** caller headers that go upstream although they are normally dropped */
   keepHeaders?: readonly string[];
+  /** headers the vendor's format requires, over the caller's (a translated call's anthropic-version) */
+  headers?: Readonly<Record<string, string>>;
+  /** set on a translated call: rewrites the vendor's reply into the caller's format */
+  reply?: ReplyTransform;
 }
 
 const SERVED_BY_PIPELINE: HeaderList = [['x-gw-served-by', 'pipeline']];
@@ -85,15 +90,15 @@ export class Pipeline {
       origin: providers.origin(plan.provider, location),
       path: typeof plan.path === 'string' ? plan.path : plan.path(location),
       method: 'POST',
-      headers: forwardHeaders(req.headers, plan.keepHeaders),
+      headers: plan.headers ? { ...forwardHeaders(req.headers, plan.keepHeaders), ...plan.headers } : forwardHeaders(req.headers, plan.keepHeaders),
       body: plan.body,
     };
     const request = await adapter.authorize(unsigned, credential, location);
-    const outcome = await relay({ upstream, metrics, limits }, req, res, adapter, request, SERVED_BY_PIPELINE);
+    const outcome = await relay({ upstream, metrics, limits }, req, res, adapter, request, SERVED_BY_PIPELINE, plan.reply);
     if (outcome.status > 0 && res.meta.upstreamMs !== undefined) {
       metrics.overhead.observe({ surface: plan.surface.id }, Math.max(0, req.stages.elapsedMs - res.meta.upstreamMs) / 1000);
     }
-    return account(ring, res, {
+    const cost = account(ring, res, {
       requestId: req.id,
       endpoint: plan.surface.id,
       provider: plan.provider,
@@ -102,5 +107,7 @@ export class Pipeline {
       outcome,
       latencyMs: req.stages.elapsedMs,
     });
+    metrics.recordUsage(plan.provider, outcome.usage, cost);
+    return cost;
   }
 }

@@ -141,8 +141,9 @@ export function createFront(opts: FrontOptions): Front {
     state.deadline = setTimeout(() => {
       if (sink.started || sink.finished) return;
       const err = new GatewayError('gateway_timeout', 'request deadline exceeded before a response started; safe to retry');
-      controller.abort(err);
+      // answer first: aborting ends the running stage, and the header must name it as running
       sink.fail(err, [['x-gw-stage-durations', stages.header()]]);
+      controller.abort(err);
     }, opts.requestDeadlineMs);
 
     const run = (body: Buffer) => {

@@ -16,15 +16,14 @@ const CREDENTIAL_HEADERS = [
   'proxy-authorization',
 ];
 
+const CREDENTIAL_FIELDS = ['api_key', 'secret', 'credential'];
+
+/** pino redaction has no recursive wildcard: cover the top level and two levels of nesting. */
+const nested = (path: string): string[] => [path, `*.${path}`, `*.*.${path}`];
+
 export const REDACT_PATHS = [
-  ...CREDENTIAL_HEADERS.map((h) => `headers["${h}"]`),
-  ...CREDENTIAL_HEADERS.map((h) => `*.headers["${h}"]`),
-  'api_key',
-  '*.api_key',
-  'secret',
-  '*.secret',
-  'credential',
-  '*.credential',
+  ...CREDENTIAL_HEADERS.flatMap((h) => nested(`headers["${h}"]`)),
+  ...CREDENTIAL_FIELDS.flatMap(nested),
 ];
 
 export function createLogger(level: LevelWithSilent, destination?: pino.DestinationStream): Logger {

@@ -1,5 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Usage } from '../providers/types.js';
 
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
@@ -54,6 +55,18 @@ export function createMetrics() {
       labelNames: ['provider', 'kind'] as const,
       registers: [registry],
     }),
+    tokens: new Counter({
+      name: 'gw_tokens_total',
+      help: 'Tokens read from relayed replies, by provider and kind (input, output, cached)',
+      labelNames: ['provider', 'kind'] as const,
+      registers: [registry],
+    }),
+    costUsd: new Counter({
+      name: 'gw_cost_usd_total',
+      help: 'Cost of relayed calls at catalog prices, by provider',
+      labelNames: ['provider'] as const,
+      registers: [registry],
+    }),
     inFlight: new Gauge({ name: 'gw_in_flight_requests', help: 'Requests accepted and not yet answered', registers: [registry] }),
     streamTimeouts: new Counter({
       name: 'gw_stream_timeouts_total',
@@ -84,6 +97,15 @@ export function createMetrics() {
       help: 'Requests that waited for a token lease: the replica held no tokens and did not know the shared bucket was dry',
       registers: [registry],
     }),
+    /** a finished call's usage and its catalog price (labels stay bounded: provider, never model) */
+    recordUsage(provider: string, usage: Usage | undefined, costUsd: number) {
+      if (usage) {
+        m.tokens.inc({ provider, kind: 'input' }, usage.input_tokens);
+        m.tokens.inc({ provider, kind: 'output' }, usage.output_tokens);
+        m.tokens.inc({ provider, kind: 'cached' }, usage.cached_tokens);
+      }
+      if (costUsd > 0) m.costUsd.inc({ provider }, costUsd);
+    },
     setPoolStatsSource(fn: () => PoolStats[]) {
       poolStats = fn;
     },
