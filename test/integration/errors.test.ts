@@ -69,7 +69,8 @@ describe('authentication and the error contract on chat-completions', () => {
 
   describe('developer key carriers (CONTRACT §3)', () => {
     it('x-gw-key and Authorization: Bearer gw_… both authenticate', async () => {
-      for (const headers of [{ 'x-gw-key': devKey }, { authorization: `Bearer ${devKey}` }, { authorization: `bearer ${devKey}` }]) {
+      const carriers: Array<Record<string, string>> = [{ 'x-gw-key': devKey }, { authorization: `Bearer ${devKey}` }, { authorization: `bearer ${devKey}` }];
+      for (const headers of carriers) {
         const a = await call(gw, '/v1/chat/completions', { headers: { ...headers, ...PASS_THROUGH }, body: chat('gpt-4o') });
         assert.equal(a.status, 200, `${JSON.stringify(Object.keys(headers))}: ${a.text}`);
       }
@@ -82,7 +83,8 @@ describe('authentication and the error contract on chat-completions', () => {
 
     it('missing, unknown and malformed keys are 401 invalid_developer_key, with no anonymous fallback', async () => {
       const before = fake.received.length;
-      for (const headers of [{}, { 'x-gw-key': 'gw_' + 'x'.repeat(40) }, { authorization: 'Bearer gw_short' }, { 'x-gw-key': 'not-a-gw-key' }, { authorization: devKey }]) {
+      const wrong: Array<Record<string, string>> = [{}, { 'x-gw-key': 'gw_' + 'x'.repeat(40) }, { authorization: 'Bearer gw_short' }, { 'x-gw-key': 'not-a-gw-key' }, { authorization: devKey }];
+      for (const headers of wrong) {
         const a = await call(gw, '/v1/chat/completions', { headers: { ...headers, ...PASS_THROUGH }, body: chat('gpt-4o') });
         assertGatewayError(a, 401, 'invalid_developer_key');
       }
