@@ -35,6 +35,55 @@ export function failureKind(err: Error): UpstreamFailureKind {
   return 'other';
 }
 
+/** A client abort needs no stack trace: one shared reason serves every call. */
+const CLIENT_ABORT = Object.assign(new Error('aborted by the client'), { name: 'AbortError' });
+
+/**
+ * One upstream call: undici's handler and the caller's handle in one object,
+ * so a request allocates no closures here. Aborting a finished call is a no-op.
+ */
+class Exchange implements Dispatcher.DispatchHandler, UpstreamCall {
+  private controller: Dispatcher.DispatchController | undefined;
+  private pendingAbort: Error | undefined;
+  private done = false;
+
+  constructor(private readonly sink: UpstreamSink) {}
+
+  onRequestStart(c: Dispatcher.DispatchController): void {
+    this.controller = c;
+    if (this.pendingAbort) c.abort(this.pendingAbort);
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: Record<string, string | string[] | undefined>): void {
+    this.sink.onHeaders(status, headers);
+  }
+
+  onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.sink.onData(chunk)) c.pause();
+  }
+
+  onResponseEnd(): void {
+    this.done = true;
+    this.sink.onEnd();
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
+    if (this.done) return;
+    this.done = true;
+    this.sink.onError(err);
+  }
+
+  abort(reason: Error = CLIENT_ABORT): void {
+    if (this.done) return;
+    if (this.controller) this.controller.abort(reason);
+    else this.pendingAbort = reason;
+  }
+
+  resume(): void {
+    this.controller?.resume();
+  }
+}
+
 /** Pooled keep-alive connections to every upstream origin. */
 export class Upstream {
   private readonly agent: Agent;
@@ -52,44 +101,9 @@ export class Upstream {
   }
 
   dispatch(req: UpstreamRequest, sink: UpstreamSink): UpstreamCall {
-    let controller: Dispatcher.DispatchController | undefined;
-    let pendingAbort: Error | undefined;
-    let done = false;
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(c) {
-        controller = c;
-        if (pendingAbort) c.abort(pendingAbort);
-      },
-      onResponseStart(c, status, headers) {
-        sink.onHeaders(status, headers as Record<string, string | string[] | undefined>);
-      },
-      onResponseData(c, chunk) {
-        if (!sink.onData(chunk)) c.pause();
-      },
-      onResponseEnd() {
-        done = true;
-        sink.onEnd();
-      },
-      onResponseError(_c, err) {
-        if (done) return;
-        done = true;
-        sink.onError(err);
-      },
-    };
-    this.agent.dispatch(
-      { origin: req.origin, path: req.path, method: req.method, headers: req.headers, body: req.body ?? null },
-      handler,
-    );
-    return {
-      abort(reason) {
-        const err = reason ?? Object.assign(new Error('aborted by the client'), { name: 'AbortError' });
-        if (controller) controller.abort(err);
-        else pendingAbort = err;
-      },
-      resume() {
-        controller?.resume();
-      },
-    };
+    const exchange = new Exchange(sink);
+    this.agent.dispatch({ origin: req.origin, path: req.path, method: req.method, headers: req.headers, body: req.body ?? null }, exchange);
+    return exchange;
   }
 
   stats(): PoolStats[] {
