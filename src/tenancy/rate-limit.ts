@@ -16,8 +16,12 @@ const CONTENDED_MS = 1000;
 /** Tokens a replica leases at once: 50 ms of the cap (1 to 100). */
 export const leaseSize = (rps: number): number => Math.min(100, Math.max(1, Math.ceil(rps * 0.05)));
 
-/** The shared bucket: refilled at the cap, holding at most 100 ms of it (never less than one lease). */
-export const sharedBucket = (rps: number): TokenBucketSpec => ({ rate: rps, capacity: Math.max(leaseSize(rps), Math.ceil(rps / 10)) });
+/**
+ * The shared bucket: refilled at the cap, holding at most 200 ms of it and at
+ * least two leases, so replicas leasing at nearly the same moment below the
+ * cap both get tokens. Over a 10 s window the burst adds at most 2% to the cap.
+ */
+export const sharedBucket = (rps: number): TokenBucketSpec => ({ rate: rps, capacity: Math.max(2 * leaseSize(rps), Math.ceil(rps / 5)) });
 
 /** What one replica holds for one org. */
 interface Allowance {
@@ -47,8 +51,10 @@ export interface RateLimitOptions {
  * round trip per request: each replica leases small batches of tokens from a
  * shared token bucket (one atomic script per lease) and answers from its
  * local batch synchronously, topping it up in the background before it runs
- * out. Only a replica whose batch is empty, and that has not been told the
- * shared bucket is dry, waits for a lease. docs/operations.md "Rate limits"
+ * out. A request waits for a lease only when its replica's batch is empty
+ * and the org has not been at its cap in the last second (a cold org, or a
+ * burst outrunning the top-up); at the cap an empty batch is a refusal, and
+ * refills happen in the background. docs/operations.md "Rate limits"
  * explains and measures the scheme.
  */
 export class RateLimiter {
@@ -81,8 +87,9 @@ export class RateLimiter {
       throw rateLimited(a.dryUntil - now);
     }
     if (now - a.dryAt < CONTENDED_MS) {
-      // at the cap a lease brings at most a token or two: refuse now, lease in the background
-      void this.lease(orgId, a, rps);
+      // at the cap a lease brings a token or two: refuse now and lease in the background, at most
+      // once per lease's worth of time, so refusals cost the shared store nothing however many come
+      this.leaseWhenRefilled(orgId, a, rps, Math.ceil((leaseSize(rps) * 1000) / rps) / 2);
       throw rateLimited(1000 / rps);
     }
     this.opts.metrics.rateLimitWaits.inc();
@@ -112,10 +119,10 @@ export class RateLimiter {
           if (now - a.leasedAt >= LOCAL_TOKEN_TTL_MS) a.tokens = 0;
           a.tokens += grant.granted;
           a.leasedAt = now;
-          // dry: nobody here asks again before a whole lease could have accrued
-          a.dryUntil = grant.granted < leaseSize(rps) ? now + Math.max(grant.waitMs, Math.ceil((leaseSize(rps) * 1000) / rps)) : 0;
-          // left empty by a dry bucket: lease again once it refills, so the next caller need not wait
+          // dry (nothing granted): nobody here asks again before a whole lease could have accrued
+          a.dryUntil = grant.granted === 0 ? now + Math.max(grant.waitMs, Math.ceil((leaseSize(rps) * 1000) / rps)) : 0;
           if (a.dryUntil > 0) a.dryAt = now;
+          // left empty by a dry bucket: lease again once it refills, so the next caller need not wait
           if (a.dryUntil > 0 && a.tokens < 1) this.leaseWhenRefilled(orgId, a, rps, a.dryUntil - now);
         },
         (err: unknown) => {
