@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { startFakeOpenAI } from '../fakes/openai.js';
+import { completion, startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
@@ -43,5 +43,56 @@ describe('chat-completions relay through the openai SDK', () => {
     }
     assert.equal(text, 'Hello from the fake.');
     assert.deepEqual(usage, { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 });
+  });
+
+  it('takes the vendor key as the SDK sends it (Authorization: Bearer sk-…) beside x-gw-key', async () => {
+    const before = fake.received.length;
+    const sdk = new OpenAI({ apiKey: 'sk-as-the-sdk-sends-it', baseURL: `${gw.url}/v1`, defaultHeaders: { 'x-gw-key': devKey }, maxRetries: 0 });
+    const reply = await sdk.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(reply.model, 'gpt-4o-mini');
+    assert.equal(fake.received[before]?.headers['authorization'], 'Bearer sk-as-the-sdk-sends-it');
+  });
+
+  it('x-gw-provider-key wins over a vendor key on Authorization', async () => {
+    const before = fake.received.length;
+    const sdk = new OpenAI({ apiKey: 'sk-on-authorization', baseURL: `${gw.url}/v1`, defaultHeaders: { 'x-gw-key': devKey, 'x-gw-provider-key': 'sk-explicit' }, maxRetries: 0 });
+    await sdk.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(fake.received[before]?.headers['authorization'], 'Bearer sk-explicit');
+  });
+
+  it('never sends a gw_ key or any x-gw-* header upstream', async () => {
+    await client(devKey, { 'x-gw-provider-key': 'sk-upstream-test', 'x-gw-session': 'sess-1', 'x-gw-team': 'red' }).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
+    const wire = Buffer.concat(fake.rawConnections.flat()).toString('latin1');
+    assert.equal(wire.includes(devKey), false);
+    assert.equal(/\r\nx-gw-/i.test(wire), false);
+  });
+
+  it('relays the vendor\'s headers and adds the gateway\'s own', async () => {
+    const { response, request_id } = await client().chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    assert.equal(request_id, 'req_fake_openai');
+    assert.equal(response.headers.get('openai-processing-ms'), '12');
+    assert.equal(response.headers.get('x-gw-served-by'), 'pipeline');
+    assert.match(response.headers.get('x-gw-stage-durations') ?? '', /auth;dur=/);
+    assert.ok(response.headers.get('x-gw-request-id'));
+  });
+
+  it('a stream keeps the vendor\'s content type and carries the gateway headers on its status line', async () => {
+    const { data: stream, response } = await client().chat.completions.create({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    assert.match(response.headers.get('content-type') ?? '', /^text\/event-stream/);
+    assert.equal(response.headers.get('x-gw-served-by'), 'pipeline');
+    assert.ok(response.headers.get('x-gw-request-id'));
+    const chunks: string[] = [];
+    for await (const c of stream) chunks.push(c.choices[0]?.delta.content ?? '');
+    assert.deepEqual(chunks, ['', 'Hello', ' from', ' the', ' fake.', '']);
+  });
+
+  it('passes the vendor\'s reply through untouched (no re-serialization)', async () => {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-gw-provider-key': 'sk-upstream-test' },
+      body: '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"unknown_field":{"kept":true}}',
+    });
+    assert.equal(await res.text(), JSON.stringify(completion('gpt-4o')));
+    assert.deepEqual(JSON.parse(fake.received.at(-1)?.body.toString() ?? '{}').unknown_field, { kept: true });
   });
 });

@@ -1,0 +1,75 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { CATALOG } from '../../src/providers/catalog.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+
+describe('unauthenticated reads: /healthz and /v1/models (CONTRACT §5)', () => {
+  let gw: TestGateway;
+
+  before(async () => {
+    gw = await startTestGateway({ env: { GW_GUARDRAILS_MODEL_MODE: 'enforce' } });
+  });
+  after(async () => {
+    await gw.close();
+  });
+
+  it('GET /healthz answers without a key: liveness, the native uWS front, the lever set and the overload gauge', async () => {
+    const res = await fetch(`${gw.url}/healthz`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+    assert.ok(res.headers.get('x-gw-request-id'));
+    const body = (await res.json()) as {
+      status: string;
+      uws_native: boolean;
+      levers: { skills_default: string; guardrails: { regex: string; classifier: string }; store: string };
+      overload: { in_flight: number; event_loop_delay_p99_ms: number };
+    };
+    assert.equal(body.status, 'ok');
+    assert.equal(body.uws_native, true);
+    assert.equal(body.levers.skills_default, 'off');
+    assert.deepEqual(body.levers.guardrails, { regex: 'on', classifier: 'enforce' });
+    assert.equal(body.levers.store, 'embedded');
+    assert.equal(body.overload.in_flight, 1, 'the health check itself is in flight');
+    assert.equal(typeof body.overload.event_loop_delay_p99_ms, 'number');
+  });
+
+  it('a key is never required, and a bad one does not turn the read into a 401', async () => {
+    for (const path of ['/healthz', '/v1/models']) {
+      const res = await fetch(`${gw.url}${path}`, { headers: { 'x-gw-key': 'gw_not_a_real_key', authorization: 'Bearer nonsense' } });
+      assert.equal(res.status, 200, path);
+      await res.arrayBuffer();
+    }
+  });
+
+  it('GET /v1/models is {object:"list", data:[{id, object:"model", owned_by, provider}]}', async () => {
+    const res = await fetch(`${gw.url}/v1/models`);
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as { object: string; data: Array<Record<string, unknown>> };
+    assert.equal(body.object, 'list');
+    assert.ok(body.data.length > 0);
+    for (const m of body.data) {
+      assert.deepEqual(Object.keys(m).sort(), ['id', 'object', 'owned_by', 'provider']);
+      assert.equal(m['object'], 'model');
+      const entry = CATALOG.find((c) => c.id === m['id']);
+      assert.ok(entry, `${String(m['id'])} is not in the catalog`);
+      assert.equal(m['provider'], entry.provider);
+    }
+    assert.ok(body.data.some((m) => m['id'] === 'gpt-4o' && m['provider'] === 'openai'));
+  });
+
+  it('the openai SDK lists the models', async () => {
+    const client = new OpenAI({ apiKey: 'unused', baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    const ids: string[] = [];
+    for await (const m of client.models.list()) ids.push(m.id);
+    assert.ok(ids.includes('gpt-4o'));
+  });
+
+  it('writes to the public routes are 405 naming GET', async () => {
+    const res = await fetch(`${gw.url}/healthz`, { method: 'POST', body: '{}' });
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.get('x-gw-error'), 'method_not_allowed');
+    assert.equal(res.headers.get('allow'), 'GET');
+    await res.arrayBuffer();
+  });
+});
