@@ -1,4 +1,5 @@
 import { createServer, Socket, type Server } from 'node:net';
+import { SECRETS_KEY, dropRedisPrefix, newRedisPrefix, startTestGateway, type Bootstrap, type TestGateway } from './gateway.js';
 
 export interface RedisProxy {
   url: string;
@@ -39,5 +40,22 @@ export async function startRedisProxy(port = 6379): Promise<RedisProxy> {
         for (const s of sockets) s.destroy();
         server.close(() => r());
       }),
+  };
+}
+
+/** A gateway whose Redis sits behind a proxy the test can make hang. */
+export async function startGatewayBehindProxy(bootstrap: Bootstrap, env: Record<string, string>): Promise<{ gw: TestGateway; proxy: RedisProxy; close(): Promise<void> }> {
+  const proxy = await startRedisProxy();
+  const prefix = newRedisPrefix();
+  const gw = await startTestGateway({ bootstrap, env: { GW_REDIS_URL: proxy.url, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_WORKERS: '1', ...env } });
+  return {
+    gw,
+    proxy,
+    async close() {
+      proxy.resume();
+      await gw.close();
+      await proxy.close();
+      await dropRedisPrefix(prefix);
+    },
   };
 }

@@ -159,7 +159,7 @@ async function redisDump(prefix: string): Promise<string> {
           : type === 'string' ? await r.get(k)
           : type === 'list' ? await r.lrange(k, 0, -1)
           : type === 'set' ? await r.smembers(k)
-          : type === 'zset' ? await r.zrange(k, 0, -1, 'WITHSCORES')
+          : type === 'zset' ? await r.zrange(k, '0', '-1', 'WITHSCORES')
           : type === 'stream' ? await r.xrange(k, '-', '+')
           : null;
         const dumped = await r.dumpBuffer(k);

@@ -3,15 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { startFakeAnthropic } from '../fakes/anthropic.js';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
-import { CONFIG_SECRET, devKeySecret, dropRedisPrefix, newRedisPrefix, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
-
-async function call(gw: TestGateway, path: string, init: { key?: string; body?: unknown; headers?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = { 'content-type': 'application/json', ...init.headers };
-  if (init.key !== undefined) headers['authorization'] = `Bearer ${init.key}`;
-  const res = await fetch(`${gw.url}${path}`, { method: init.body === undefined ? 'GET' : 'POST', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, json: (text === '' ? {} : JSON.parse(text)) as Record<string, unknown> };
-}
+import { call, errorMessage, startReplicaPair, type ReplicaPair } from '../helpers/api.js';
+import { CONFIG_SECRET, devKeySecret, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 
 const ACME = devKeySecret('ss-acme');
 const OTHER = devKeySecret('ss-other');
@@ -101,7 +94,7 @@ for (const redis of [false, true]) {
     it('unknown model ids are 400 naming them', async () => {
       const r = await call(gw, '/api/v1/model_access/update', { key: ACME, body: { models: ['gpt-4o', 'gpt-9-ultra', 'nope'] } });
       assert.equal(r.status, 400);
-      assert.match(String((r.json['error'] as Record<string, unknown>)['message']), /gpt-9-ultra, nope/);
+      assert.match(errorMessage(r), /gpt-9-ultra, nope/);
     });
 
     it('a body or query naming another tenant is 403 forbidden, never overridden; its own tenant_id is fine', async () => {
@@ -131,19 +124,17 @@ for (const redis of [false, true]) {
 
 describe('self-service on two replicas sharing one Redis', () => {
   let fake: FakeVendor;
+  let pair: ReplicaPair;
   let a: TestGateway;
   let b: TestGateway;
-  const prefix = newRedisPrefix();
   before(async () => {
     fake = await startFakeOpenAI();
-    a = await startTestGateway({ redisPrefix: prefix, bootstrap: BOOT, env: { GW_UPSTREAM_OPENAI: fake.origin } });
-    b = await startTestGateway({ redisPrefix: prefix, env: { GW_UPSTREAM_OPENAI: fake.origin } });
+    pair = await startReplicaPair(BOOT, { GW_UPSTREAM_OPENAI: fake.origin });
+    ({ a, b } = pair);
   });
   after(async () => {
-    await a.close();
-    await b.close();
+    await pair.close();
     await fake.close();
-    await dropRedisPrefix(prefix);
   });
 
   it('an access list written through one replica is obeyed by the other on the next request', async () => {

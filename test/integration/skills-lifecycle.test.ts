@@ -1,16 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startRedisProxy, type RedisProxy } from '../helpers/redis-proxy.js';
-import { ADMIN_KEY, CONFIG_SECRET, SECRETS_KEY, devKeySecret, dropRedisPrefix, newRedisPrefix, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
-
-async function call(gw: TestGateway, path: string, init: { key?: string; body?: unknown; headers?: Record<string, string> } = {}) {
-  const headers: Record<string, string> = { 'content-type': 'application/json', ...init.headers };
-  if (init.key !== undefined) headers['authorization'] = `Bearer ${init.key}`;
-  const res = await fetch(`${gw.url}${path}`, { method: init.body === undefined ? 'GET' : 'POST', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, json: (text === '' ? {} : JSON.parse(text)) as Record<string, unknown> };
-}
-const message = (r: { json: Record<string, unknown> }) => String((r.json['error'] as Record<string, unknown> | undefined)?.['message']);
+import { call, errorMessage as message, startReplicaPair, type ReplicaPair } from '../helpers/api.js';
+import { ADMIN_KEY, CONFIG_SECRET, devKeySecret, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
 
 const ENT = devKeySecret('sk-ent');
 const ENT2 = devKeySecret('sk-ent-2');
@@ -164,18 +156,14 @@ for (const redis of [false, true]) {
 }
 
 describe('skills on two replicas sharing one Redis', () => {
+  let pair: ReplicaPair;
   let a: TestGateway;
   let b: TestGateway;
-  const prefix = newRedisPrefix();
   before(async () => {
-    a = await startTestGateway({ redisPrefix: prefix, bootstrap: BOOT });
-    b = await startTestGateway({ redisPrefix: prefix });
+    pair = await startReplicaPair(BOOT);
+    ({ a, b } = pair);
   });
-  after(async () => {
-    await a.close();
-    await b.close();
-    await dropRedisPrefix(prefix);
-  });
+  after(() => pair.close());
 
   it('a lifecycle write through one replica is what the other reads on its next request', async () => {
     assert.equal((await lifecycle(a, 'ent', 'model_routing', { key_id: 'dk-ent', mode: 'canary:40' })).status, 200);
@@ -187,29 +175,19 @@ describe('skills on two replicas sharing one Redis', () => {
 });
 
 describe('a write the store does not take is an error, never a 200', () => {
-  let proxy: RedisProxy;
-  let gw: TestGateway;
-  const prefix = newRedisPrefix();
-  before(async () => {
-    proxy = await startRedisProxy();
-    gw = await startTestGateway({ bootstrap: BOOT, env: { GW_REDIS_URL: proxy.url, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_WORKERS: '1', GW_BYOK_STORE_TIMEOUT_S: '0.3' } });
-  });
-  after(async () => {
-    proxy.resume();
-    await gw.close();
-    await proxy.close();
-    await dropRedisPrefix(prefix);
-  });
+  let behind: Awaited<ReturnType<typeof startGatewayBehindProxy>>;
+  before(async () => (behind = await startGatewayBehindProxy(BOOT, { GW_BYOK_STORE_TIMEOUT_S: '0.3' })));
+  after(() => behind.close());
 
   it('lifecycle and dev_key/skills answer 504 store_timeout naming the stage when the store hangs', async () => {
-    proxy.hang();
-    const moved = await lifecycle(gw, 'ent', 'pii_redaction', { key_id: 'dk-ent', mode: 'prod' });
+    behind.proxy.hang();
+    const moved = await lifecycle(behind.gw, 'ent', 'pii_redaction', { key_id: 'dk-ent', mode: 'prod' });
     assert.equal(moved.status, 504);
     assert.equal(moved.headers.get('x-gw-error'), 'store_timeout');
     assert.equal(moved.headers.get('retry-after'), '5');
     assert.match(moved.headers.get('x-gw-stage-durations') ?? '', /store_write;dur=[\d.]+;running/);
-    const saved = await call(gw, '/api/v1/dev_key/skills', { key: ENT, body: { skills: { pii_redaction: true } } });
+    const saved = await call(behind.gw, '/api/v1/dev_key/skills', { key: ENT, body: { skills: { pii_redaction: true } } });
     assert.equal(saved.status, 504);
-    proxy.resume();
+    behind.proxy.resume();
   });
 });

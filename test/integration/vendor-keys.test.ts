@@ -10,26 +10,9 @@ import { startFakeBedrock } from '../fakes/bedrock.js';
 import { startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
-import { startRedisProxy, type RedisProxy } from '../helpers/redis-proxy.js';
-import { REDIS_URL, SECRETS_KEY, devKeySecret, dropRedisPrefix, newRedisPrefix, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
-
-interface Answer {
-  status: number;
-  headers: Headers;
-  json: Record<string, unknown>;
-}
-
-async function call(gw: TestGateway, path: string, init: { key?: string; body?: unknown; headers?: Record<string, string>; method?: string } = {}): Promise<Answer> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', ...init.headers };
-  if (init.key !== undefined) headers['authorization'] = `Bearer ${init.key}`;
-  const res = await fetch(`${gw.url}${path}`, {
-    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
-    headers,
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, json: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) };
-}
+import { call, errorMessage, startReplicaPair, type ReplicaPair } from '../helpers/api.js';
+import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
+import { REDIS_URL, SECRETS_KEY, devKeySecret, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 
 const ACME = devKeySecret('vk-acme');
 const OTHER = devKeySecret('vk-other');
@@ -164,7 +147,7 @@ for (const redis of [false, true]) {
         const r = await store(gw, body);
         assert.equal(r.status, 400, JSON.stringify(body));
         assert.equal(r.headers.get('x-gw-error'), 'request_error');
-        assert.match(String((r.json['error'] as { message: string }).message), new RegExp(field));
+        assert.match(errorMessage(r), new RegExp(field));
       }
     });
 
@@ -206,19 +189,17 @@ describe('cloudx endpoint allowlist without an origin override', () => {
 
 describe('two replicas on one Redis', () => {
   let fake: FakeVendor;
+  let pair: ReplicaPair;
   let a: TestGateway;
   let b: TestGateway;
-  const prefix = newRedisPrefix();
   before(async () => {
     fake = await startFakeOpenAI();
-    a = await startTestGateway({ redisPrefix: prefix, bootstrap: BOOT, env: { GW_UPSTREAM_OPENAI: fake.origin } });
-    b = await startTestGateway({ redisPrefix: prefix, env: { GW_UPSTREAM_OPENAI: fake.origin } });
+    pair = await startReplicaPair(BOOT, { GW_UPSTREAM_OPENAI: fake.origin });
+    ({ a, b } = pair);
   });
   after(async () => {
-    await a.close();
-    await b.close();
+    await pair.close();
     await fake.close();
-    await dropRedisPrefix(prefix);
   });
 
   it('a key stored through one is used by the other on the next request, and a delete is obeyed likewise', async () => {
@@ -236,7 +217,7 @@ describe('two replicas on one Redis', () => {
     const { Redis } = await import('ioredis');
     const r = new Redis(REDIS_URL);
     try {
-      const all = await r.hgetall(`${prefix}doc:vendor_keys`);
+      const all = await r.hgetall(`${a.redisPrefix ?? ''}doc:vendor_keys`);
       const doc = JSON.parse(all['acme:msgvendor'] ?? '{}') as { sealed?: { kid: string } };
       assert.equal(doc.sealed?.kid, keyId(Buffer.from(SECRETS_KEY, 'base64')));
       assert.equal(JSON.stringify(all).includes('sk-ant-sealed-check'), false);
@@ -247,33 +228,20 @@ describe('two replicas on one Redis', () => {
 });
 
 describe('store_timeout: a stored-key lookup that must ask a store which does not answer', () => {
-  let proxy: RedisProxy;
-  let gw: TestGateway;
-  const prefix = newRedisPrefix();
-  before(async () => {
-    proxy = await startRedisProxy();
-    gw = await startTestGateway({
-      bootstrap: BOOT,
-      env: { GW_REDIS_URL: proxy.url, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_WORKERS: '1', GW_BYOK_STORE_TIMEOUT_S: '0.3' },
-    });
-  });
-  after(async () => {
-    proxy.resume();
-    await gw.close();
-    await proxy.close();
-    await dropRedisPrefix(prefix);
-  });
+  let behind: Awaited<ReturnType<typeof startGatewayBehindProxy>>;
+  before(async () => (behind = await startGatewayBehindProxy(BOOT, { GW_BYOK_STORE_TIMEOUT_S: '0.3' })));
+  after(() => behind.close());
 
   it('is 504 store_timeout with Retry-After: 5 and x-gw-stage-durations naming the running byok_store stage', async () => {
-    proxy.hang();
+    behind.proxy.hang();
     const started = Date.now();
-    const reply = await chat(gw, ACME);
+    const reply = await chat(behind.gw, ACME);
     assert.equal(reply.status, 504);
     assert.equal(reply.headers.get('x-gw-error'), 'store_timeout');
     assert.equal(reply.headers.get('retry-after'), '5');
     assert.match(reply.headers.get('x-gw-stage-durations') ?? '', /byok_store;dur=[\d.]+;running/);
     assert.ok(Date.now() - started >= 290, 'waited for the bound');
-    proxy.resume();
+    behind.proxy.resume();
   });
 });
 
@@ -320,7 +288,7 @@ describe('key rotation with GW_DATA_DIR (embedded store persisted)', () => {
     const gw = await boot({ GW_SECRETS_KEY: Buffer.alloc(32, 3).toString('base64') });
     const reply = await chat(gw, ACME);
     assert.equal(reply.status, 402);
-    assert.match(String((reply.json['error'] as { message: string }).message), /cannot be opened/);
+    assert.match(errorMessage(reply), /cannot be opened/);
     await gw.close();
   });
 });

@@ -12,13 +12,14 @@ import { TenantAdmin } from '../../src/tenancy/admin.js';
 import { Directory } from '../../src/tenancy/directory.js';
 import { Entitlement, namedTenants, type Principal } from '../../src/tenancy/entitlement.js';
 import { IdpVerifier } from '../../src/tenancy/idp.js';
+import { createLogger } from '../../src/telemetry/log.js';
 
 const CONFIG = 'config-secret-0123456789abcdef';
 const ADMIN = 'admin-key-0123456789abcdef';
 const ISSUER = 'https://idp.unit.test/';
 
 function request(headers: Record<string, string> = {}, params: Record<string, string> = {}, query = ''): GatewayRequest {
-  return { id: 'r', method: 'POST', path: '/', query, headers, params, body: Buffer.alloc(0), receivedAt: 0n, signal: new AbortController().signal, stages: new StageClock() };
+  return { id: 'r', method: 'POST', path: '/', query, headers, params, body: Buffer.alloc(0), receivedAt: 0n, signal: new AbortController().signal, stages: new StageClock(), log: createLogger('silent') };
 }
 
 /** Runs `fn` and returns the GatewayError it throws. */
@@ -60,7 +61,8 @@ describe('Entitlement: one authorization rule for tenant-scoped routes', () => {
   const identify = (headers: Record<string, string>, deploymentSecrets = true) => ent.identify(request(headers), { deploymentSecrets });
 
   it('no credential, an unknown gw_ key or a wrong config secret is 401 invalid_developer_key', async () => {
-    for (const headers of [{}, { authorization: 'Bearer gw_unknownunknownunknownunknownunknown1234' }, { 'x-gw-config-secret': 'nope' }, { 'x-gw-key': 'gw_nope' }]) {
+    const presented: Array<Record<string, string>> = [{}, { authorization: 'Bearer gw_unknownunknownunknownunknownunknown1234' }, { 'x-gw-config-secret': 'nope' }, { 'x-gw-key': 'gw_nope' }];
+    for (const headers of presented) {
       const err = await refusal(() => identify(headers));
       assert.equal(err.type, 'invalid_developer_key', JSON.stringify(headers));
     }
@@ -77,7 +79,8 @@ describe('Entitlement: one authorization rule for tenant-scoped routes', () => {
   });
 
   it('deployment secrets (bearer, x-gw-config-secret, x-gw-admin-key) must name the tenant, and only where allowed', async () => {
-    for (const headers of [{ authorization: `Bearer ${CONFIG}` }, { 'x-gw-config-secret': CONFIG }, { 'x-gw-admin-key': ADMIN }, { authorization: `Bearer ${ADMIN}` }]) {
+    const presented: Array<Record<string, string>> = [{ authorization: `Bearer ${CONFIG}` }, { 'x-gw-config-secret': CONFIG }, { 'x-gw-admin-key': ADMIN }, { authorization: `Bearer ${ADMIN}` }];
+    for (const headers of presented) {
       const p: Principal = await identify(headers);
       assert.equal(p.kind, 'deployment');
       assert.equal(ent.tenant(p, ['other']).org_id, 'other');
