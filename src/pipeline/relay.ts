@@ -3,6 +3,7 @@ import type { GatewayRequest, HeaderList, ResponseSink } from '../http/types.js'
 import type { ProviderAdapter } from '../providers/adapter.js';
 import type { UpstreamRequest, Usage } from '../providers/types.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import type { ReplyTransform, StreamTransform } from '../translate/types.js';
 import { failureKind, type Upstream } from '../upstream/client.js';
 import { relayResponseHeaders } from './forward-headers.js';
 
@@ -24,11 +25,16 @@ const STREAM_TYPES = ['text/event-stream', 'application/vnd.amazon.eventstream']
 const isStream = (contentType: string | string[] | undefined): boolean =>
   typeof contentType === 'string' && STREAM_TYPES.some((t) => contentType.startsWith(t));
 
+/** The vendor's headers with the content-type of the translated reply in place of its own. */
+const retyped = (headers: HeaderList, contentType: string): HeaderList => [...headers.filter(([k]) => k !== 'content-type'), ['content-type', contentType]];
+
 /**
  * Sends one request upstream and relays the answer: a stream chunk by chunk
  * with backpressure and idle/deadline timers, anything else buffered so a 2xx
  * that does not parse as JSON becomes upstream_truncated instead of a 200.
- * Vendor errors are relayed as the vendor sent them.
+ * Vendor errors are relayed as the vendor sent them. A `transform` (a
+ * translated call) rewrites the reply into the caller's wire format; without
+ * one the bytes pass untouched.
  */
 export function relay(
   deps: { upstream: Upstream; metrics: Metrics; limits: RelayLimits },
@@ -37,6 +43,7 @@ export function relay(
   provider: ProviderAdapter,
   request: UpstreamRequest,
   gatewayHeaders: HeaderList,
+  transform?: ReplyTransform,
 ): Promise<RelayOutcome> {
   return new Promise((resolve) => {
     const started = performance.now();
@@ -51,6 +58,8 @@ export function relay(
     let deadline: NodeJS.Timeout | undefined;
     let settled = false;
     let pendingHeaders: HeaderList | undefined;
+    let upstreamHeaders: Record<string, string | string[] | undefined> = {};
+    let translator: StreamTransform | undefined;
 
     const settle = (outcome: Omit<RelayOutcome, 'upstreamMs' | 'streamed'>) => {
       if (settled) return;
@@ -79,20 +88,24 @@ export function relay(
         deps.metrics.upstreamLatency.observe({ provider: provider.id }, upstreamMs / 1000);
         if (s >= 200 && s < 300 && isStream(headers['content-type'])) {
           mode = 'stream';
-          res.start(s, [...relayResponseHeaders(headers), ...gatewayHeaders, ['x-gw-stage-durations', req.stages.header()]]);
+          translator = transform?.stream();
+          const relayed = transform ? retyped(relayResponseHeaders(headers), transform.streamContentType) : relayResponseHeaders(headers);
+          res.start(s, [...relayed, ...gatewayHeaders, ['x-gw-stage-durations', req.stages.header()]]);
           idle = setTimeout(() => timeOut('idle', `stream silent for ${deps.limits.streamIdleMs / 1000} s`), deps.limits.streamIdleMs);
           const left = Math.max(0, deps.limits.streamDeadlineMs - req.stages.elapsedMs);
           deadline = setTimeout(() => timeOut('deadline', `stream open longer than ${deps.limits.streamDeadlineMs / 1000} s`), left);
         } else {
           mode = 'buffer';
           pendingHeaders = relayResponseHeaders(headers);
+          upstreamHeaders = headers;
         }
       },
       onData(chunk) {
         if (mode === 'stream') {
           reader.push(chunk);
           idle?.refresh();
-          if (res.write(chunk)) return true;
+          const out = translator ? translator.push(chunk) : chunk;
+          if (out === undefined || res.write(out)) return true;
           res.onDrain(() => call.resume());
           return false;
         }
@@ -102,11 +115,11 @@ export function relay(
       },
       onEnd() {
         if (mode === 'stream') {
-          res.end();
+          res.end(translator?.end());
           settle({ status, usage: reader.usage() });
           return;
         }
-        const body = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size);
+        let body = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size);
         let usage: Usage | undefined;
         if (status >= 200 && status < 300) {
           let json: unknown;
@@ -120,8 +133,12 @@ export function relay(
             return;
           }
           usage = provider.usageFromJson(json);
+          if (transform) body = transform.json(json);
+        } else if (transform) {
+          body = transform.error(status, body, upstreamHeaders);
         }
-        res.send(status, [...(pendingHeaders ?? []), ...gatewayHeaders, ['x-gw-stage-durations', req.stages.header()]], body);
+        const relayed = transform ? retyped(pendingHeaders ?? [], 'application/json') : (pendingHeaders ?? []);
+        res.send(status, [...relayed, ...gatewayHeaders, ['x-gw-stage-durations', req.stages.header()]], body);
         settle({ status, usage });
       },
       onError(err) {

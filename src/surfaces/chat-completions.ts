@@ -1,12 +1,37 @@
 import { GatewayError } from '../errors.js';
-import type { Route } from '../http/types.js';
+import type { GatewayRequest, Route } from '../http/types.js';
 import { parseJsonObject } from '../http/validate.js';
+import type { Presented } from '../pipeline/auth.js';
 import type { Pipeline } from '../pipeline/index.js';
+import { lookupModel } from '../providers/catalog.js';
+import { chatTranslator } from '../translate/index.js';
+import type { ChatRequest, ReplyContext } from '../translate/types.js';
 import { SURFACES } from './index.js';
 
 const surface = SURFACES.chat_completions;
 
-/** POST /v1/chat/completions: the body goes upstream as received. */
+function replyContext(req: GatewayRequest, body: ChatRequest): ReplyContext {
+  const options = body['stream_options'];
+  return {
+    model: body.model,
+    created: Math.floor(Date.now() / 1000),
+    fallbackId: `chatcmpl-${req.id}`,
+    includeUsage: typeof options === 'object' && options !== null && (options as Record<string, unknown>)['include_usage'] === true,
+  };
+}
+
+/**
+ * The OpenAI SDK has one place for a key: a vendor key it carries on
+ * `Authorization: Bearer` is that vendor's API key, not an OAuth token.
+ */
+const asApiKey = (presented: Presented): Presented => (presented.vendorCarrier === 'authorization' ? { ...presented, vendorCarrier: 'x-gw-provider-key' } : presented);
+
+/**
+ * POST /v1/chat/completions. The catalog names the model's provider (a name
+ * it does not know, such as a fine-tune, is openai's). For openai the body
+ * goes upstream as received; for another vendor it is translated to that
+ * vendor's format and the reply, streamed or whole, translated back.
+ */
 export function chatCompletionsRoutes(pipeline: Pipeline): Route[] {
   return [
     {
@@ -18,7 +43,15 @@ export function chatCompletionsRoutes(pipeline: Pipeline): Route[] {
         const body = parseJsonObject(req.body);
         const model = body['model'];
         if (typeof model !== 'string' || model === '') throw new GatewayError('request_error', 'model: required string', { fields: { field: 'model' } });
-        await pipeline.relay(req, res, { surface, caller, presented, provider: 'openai', model, path: '/v1/chat/completions', body: req.body });
+        const entry = lookupModel(model);
+        const translate = entry && chatTranslator(entry.provider);
+        if (!translate) {
+          await pipeline.relay(req, res, { surface, caller, presented, provider: 'openai', model, path: '/v1/chat/completions', body: req.body });
+          return;
+        }
+        const chat = body as ChatRequest;
+        const call = translate(chat, replyContext(req, chat), req.headers, entry);
+        await pipeline.relay(req, res, { surface, caller, presented: asApiKey(presented), model, ...call });
       },
     },
   ];

@@ -12,6 +12,8 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor } from './server.js';
  * - `stall_stream`: sends message_start, then goes silent
  * - `break_stream`: sends a few events, then drops the connection
  * - `overloaded_stream`: a stream that ends with the vendor's `overloaded_error` event
+ * - a name ending in `-error_<status>` or `-overloaded_stream` behaves like the bare script (a catalog name routed here by translation)
+ * - a name ending in `-tool_use`: the reply calls the tool `get_weather` (stop_reason `tool_use`)
  * anything else answers normally (streaming when `stream: true` or on `:streamRawPredict`),
  * with a thinking block (and its signature) when the request asks for thinking.
  */
@@ -25,7 +27,7 @@ export function startFakeAnthropic(): Promise<FakeVendor> {
       return vendorError(res, 404, 'not_found_error', `Not found: ${url.pathname}`);
     }
     const model = vertex && !countTokens ? decodeURIComponent(vertex[1] as string) : (body.model ?? '');
-    const err = /^error_(\d{3})$/.exec(model);
+    const err = /(?:^|-)error_(\d{3})$/.exec(model);
     if (err) {
       const status = Number(err[1]);
       return vendorError(res, status, ERROR_TYPES[status] ?? 'api_error', `scripted ${status}`);
@@ -36,6 +38,7 @@ export function startFakeAnthropic(): Promise<FakeVendor> {
     }
     if (countTokens) return sendJson(res, 200, { input_tokens: 42 }, { 'request-id': 'req_fake_count' });
     const thinking = body.thinking?.type === 'enabled';
+    if (model.endsWith('-tool_use')) return body.stream ? toolUseStream(res, model) : sendJson(res, 200, toolUseMessage(model));
     if (body.stream || vertex?.[2] === 'streamRawPredict') return stream(res, model, thinking);
     sendJson(res, 200, message(model, thinking), { 'request-id': 'req_fake_anthropic', 'anthropic-organization-id': 'org-fake' });
   });
@@ -96,13 +99,37 @@ async function stream(res: ServerResponse, model: string, thinking: boolean): Pr
     res.socket?.destroy();
     return;
   }
-  if (model === 'overloaded_stream') {
+  if (model === 'overloaded_stream' || model.endsWith('-overloaded_stream')) {
     send('error', { error: { type: 'overloaded_error', message: 'Overloaded' } });
     return void res.end();
   }
   send('content_block_delta', { index, delta: { type: 'text_delta', text: ' from the fake.' } });
   send('content_block_stop', { index });
   send('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 9 } });
+  send('message_stop', {});
+  res.end();
+}
+
+export const TOOL_USE = { id: 'toolu_fake01', name: 'get_weather', input: { city: 'Paris', unit: 'c' } };
+
+export function toolUseMessage(model: string) {
+  return { ...message(model, false), content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', ...TOOL_USE }], stop_reason: 'tool_use' };
+}
+
+/** A streamed tool call: the input arrives as partial JSON across two deltas. */
+function toolUseStream(res: ServerResponse, model: string): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8' });
+  const send = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  const input = JSON.stringify(TOOL_USE.input);
+  send('message_start', { message: { ...message(model, false), content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } });
+  send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+  send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Checking.' } });
+  send('content_block_stop', { index: 0 });
+  send('content_block_start', { index: 1, content_block: { type: 'tool_use', id: TOOL_USE.id, name: TOOL_USE.name, input: {} } });
+  send('content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: input.slice(0, 9) } });
+  send('content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: input.slice(9) } });
+  send('content_block_stop', { index: 1 });
+  send('message_delta', { delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 14 } });
   send('message_stop', {});
   res.end();
 }

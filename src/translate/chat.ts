@@ -1,0 +1,396 @@
+import { GatewayError } from '../errors.js';
+import type { ChatRequest, ReplyContext } from './types.js';
+
+/**
+ * The chat-completions side of every translation: the request read into a
+ * neutral form (validated, with 400s naming the field), and the reply written
+ * back as chat.completion JSON or chat.completion.chunk SSE events.
+ */
+
+export type ChatPart = { kind: 'text'; text: string } | { kind: 'image'; mediaType: string; data: string } | { kind: 'image_url'; url: string };
+
+export interface ChatToolCall {
+  id: string;
+  name: string;
+  /** the arguments as the caller sent them: a JSON text */
+  arguments: string;
+}
+
+export type ChatMessage =
+  | { role: 'system'; text: string }
+  | { role: 'user'; parts: ChatPart[] }
+  | { role: 'assistant'; parts: ChatPart[]; toolCalls: ChatToolCall[] }
+  | { role: 'tool'; toolCallId: string; text: string };
+
+export interface ChatTool {
+  name: string;
+  description: string | undefined;
+  parameters: Record<string, unknown>;
+}
+
+export type ChatToolChoice = { kind: 'auto' | 'none' | 'required' } | { kind: 'function'; name: string };
+
+/** Everything a translator maps, read once from the caller's body. */
+export interface ChatCall {
+  model: string;
+  stream: boolean;
+  messages: ChatMessage[];
+  tools: ChatTool[];
+  toolChoice: ChatToolChoice | undefined;
+  parallelToolCalls: boolean;
+  maxTokens: number | undefined;
+  temperature: number | undefined;
+  topP: number | undefined;
+  stop: string[];
+  user: string | undefined;
+}
+
+const bad = (field: string, message: string): GatewayError => new GatewayError('request_error', `${field}: ${message}`, { fields: { field } });
+
+/** Parameters every translation reads (or that never change what the model does). */
+const READ = new Set(['model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'user']);
+/** Bookkeeping for OpenAI's own platform; meaningless to another vendor and harmless to drop. */
+const IGNORED = new Set(['store', 'metadata', 'service_tier', 'prompt_cache_key', 'safety_identifier']);
+/** Parameters that are harmless at their default value and refused at any other. */
+const NEUTRAL: Readonly<Record<string, (v: unknown) => boolean>> = {
+  n: (v) => v === 1,
+  logprobs: (v) => v === false,
+  top_logprobs: (v) => v === 0,
+  presence_penalty: (v) => v === 0,
+  frequency_penalty: (v) => v === 0,
+  logit_bias: (v) => typeof v === 'object' && v !== null && Object.keys(v).length === 0,
+  response_format: (v) => (v as { type?: unknown } | null)?.type === 'text',
+  modalities: (v) => Array.isArray(v) && v.length === 1 && v[0] === 'text',
+};
+
+/**
+ * Refuses, naming them, the parameters the target cannot honour: silently
+ * dropping `n: 2` or a `response_format` would change what the caller gets.
+ */
+function refuseUnsupported(body: ChatRequest, target: string): void {
+  const refused = Object.keys(body).filter((k) => {
+    const v = body[k];
+    if (v === null || v === undefined || READ.has(k) || IGNORED.has(k)) return false;
+    const neutral = NEUTRAL[k];
+    return !neutral?.(v);
+  });
+  if (refused.length > 0) {
+    throw new GatewayError('request_error', `not supported when chat completions are translated to ${target}: ${refused.join(', ')}`, { fields: { field: refused[0], unsupported: refused } });
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const DATA_URL = /^data:([a-z]+\/[a-z0-9.+-]+);base64,(.*)$/is;
+
+function part(p: unknown, field: string): ChatPart {
+  if (!isObject(p)) throw bad(field, 'must be a content part object');
+  if (p['type'] === 'text') {
+    if (typeof p['text'] !== 'string') throw bad(`${field}.text`, 'required string');
+    return { kind: 'text', text: p['text'] };
+  }
+  if (p['type'] === 'image_url') {
+    const url = isObject(p['image_url']) ? p['image_url']['url'] : undefined;
+    if (typeof url !== 'string') throw bad(`${field}.image_url.url`, 'required string');
+    const data = DATA_URL.exec(url);
+    if (data) return { kind: 'image', mediaType: (data[1] as string).toLowerCase(), data: data[2] as string };
+    if (!url.startsWith('https://')) throw bad(`${field}.image_url.url`, 'must be a data: URL or an https:// URL');
+    return { kind: 'image_url', url };
+  }
+  throw bad(`${field}.type`, `content part ${JSON.stringify(p['type'])} is not supported when translated to another provider`);
+}
+
+function parts(content: unknown, field: string): ChatPart[] {
+  if (typeof content === 'string') return content === '' ? [] : [{ kind: 'text', text: content }];
+  if (content === null || content === undefined) return [];
+  if (!Array.isArray(content)) throw bad(field, 'must be a string or an array of content parts');
+  return content.map((p, i) => part(p, `${field}[${i}]`));
+}
+
+/** Text of a message whose content may only be text (system, developer, tool). */
+function textOnly(content: unknown, field: string): string {
+  return parts(content, field)
+    .map((p, i) => {
+      if (p.kind !== 'text') throw bad(`${field}[${i}]`, 'only text parts are allowed here');
+      return p.text;
+    })
+    .join('\n');
+}
+
+function toolCalls(v: unknown, field: string): ChatToolCall[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw bad(field, 'must be an array');
+  return v.map((c, i) => {
+    const f = isObject(c) && isObject(c['function']) ? c['function'] : undefined;
+    if (!isObject(c) || typeof c['id'] !== 'string' || !f || typeof f['name'] !== 'string' || typeof f['arguments'] !== 'string') {
+      throw bad(`${field}[${i}]`, 'a tool call needs id, function.name and function.arguments (a JSON string)');
+    }
+    return { id: c['id'], name: f['name'], arguments: f['arguments'] };
+  });
+}
+
+function message(m: unknown, i: number): ChatMessage {
+  const field = `messages[${i}]`;
+  if (!isObject(m)) throw bad(field, 'must be an object');
+  const role = m['role'];
+  switch (role) {
+    case 'system':
+    case 'developer':
+      return { role: 'system', text: textOnly(m['content'], `${field}.content`) };
+    case 'user':
+      return { role: 'user', parts: parts(m['content'], `${field}.content`) };
+    case 'assistant':
+      if (m['function_call'] !== undefined && m['function_call'] !== null) throw bad(`${field}.function_call`, 'deprecated; use tool_calls');
+      return { role: 'assistant', parts: parts(m['content'], `${field}.content`), toolCalls: toolCalls(m['tool_calls'], `${field}.tool_calls`) };
+    case 'tool':
+      if (typeof m['tool_call_id'] !== 'string') throw bad(`${field}.tool_call_id`, 'required string');
+      return { role: 'tool', toolCallId: m['tool_call_id'], text: textOnly(m['content'], `${field}.content`) };
+    default:
+      throw bad(`${field}.role`, `${JSON.stringify(role)} is not a role chat completions can translate (system, developer, user, assistant, tool)`);
+  }
+}
+
+function tools(v: unknown): ChatTool[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw bad('tools', 'must be an array');
+  return v.map((t, i) => {
+    const f = isObject(t) && t['type'] === 'function' && isObject(t['function']) ? t['function'] : undefined;
+    if (!f || typeof f['name'] !== 'string') throw bad(`tools[${i}]`, 'only function tools ({type:"function", function:{name, …}}) can be translated');
+    const parameters = f['parameters'] ?? { type: 'object', properties: {} };
+    if (!isObject(parameters)) throw bad(`tools[${i}].function.parameters`, 'must be a JSON Schema object');
+    return { name: f['name'], description: typeof f['description'] === 'string' ? f['description'] : undefined, parameters };
+  });
+}
+
+function toolChoice(v: unknown): ChatToolChoice | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (v === 'auto' || v === 'none' || v === 'required') return { kind: v };
+  if (isObject(v) && v['type'] === 'function' && isObject(v['function']) && typeof v['function']['name'] === 'string') return { kind: 'function', name: v['function']['name'] };
+  throw bad('tool_choice', 'must be "auto", "none", "required" or {type:"function", function:{name}}');
+}
+
+const optionalNumber = (body: ChatRequest, name: string): number | undefined => {
+  const v = body[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw bad(name, 'must be a number');
+  return v;
+};
+
+function stop(v: unknown): string[] {
+  if (v === undefined || v === null) return [];
+  if (typeof v === 'string') return [v];
+  if (Array.isArray(v) && v.every((s) => typeof s === 'string')) return v as string[];
+  throw bad('stop', 'must be a string or an array of strings');
+}
+
+/** Reads a chat-completions body for translation to `target`; 400 on anything it cannot carry. */
+export function readChatCall(body: ChatRequest, target: string): ChatCall {
+  refuseUnsupported(body, target);
+  if (!Array.isArray(body.messages) || body.messages.length === 0) throw bad('messages', 'required non-empty array');
+  const maxTokens = optionalNumber(body, 'max_completion_tokens') ?? optionalNumber(body, 'max_tokens');
+  const user = body['user'];
+  return {
+    model: body.model,
+    stream: body.stream === true,
+    messages: body.messages.map(message),
+    tools: tools(body['tools']),
+    toolChoice: toolChoice(body['tool_choice']),
+    parallelToolCalls: body['parallel_tool_calls'] !== false,
+    maxTokens,
+    temperature: optionalNumber(body, 'temperature'),
+    topP: optionalNumber(body, 'top_p'),
+    stop: stop(body['stop']),
+    user: typeof user === 'string' ? user : undefined,
+  };
+}
+
+/** The name of the function a tool result answers: the vendors that want it get it from the assistant turn that called it. */
+export function toolNamesById(messages: readonly ChatMessage[]): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const m of messages) if (m.role === 'assistant') for (const c of m.toolCalls) names.set(c.id, c.name);
+  return names;
+}
+
+/** A tool call's arguments as an object, for vendors that take them parsed. */
+export function parsedArguments(call: ChatToolCall, field: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(call.arguments === '' ? '{}' : call.arguments);
+    if (isObject(v)) return v;
+  } catch {
+    // refused below
+  }
+  throw bad(field, `arguments of tool call ${call.id} must be a JSON object`);
+}
+
+/** Joins every system and developer message, in order, for vendors that take one system prompt. */
+export const systemTexts = (messages: readonly ChatMessage[]): string[] => messages.flatMap((m) => (m.role === 'system' && m.text !== '' ? [m.text] : []));
+
+/** Groups consecutive turns of the same vendor role: vendors want user and assistant turns to alternate. */
+export function alternate<R extends string, B>(turns: ReadonlyArray<{ role: R; blocks: B[] }>): Array<{ role: R; blocks: B[] }> {
+  const out: Array<{ role: R; blocks: B[] }> = [];
+  for (const t of turns) {
+    const last = out[out.length - 1];
+    if (last && last.role === t.role) last.blocks.push(...t.blocks);
+    else out.push({ role: t.role, blocks: [...t.blocks] });
+  }
+  return out.filter((t) => t.blocks.length > 0);
+}
+
+// ── replies ────────────────────────────────────────────────────────────────
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
+
+export interface ChatUsage {
+  prompt: number;
+  completion: number;
+  cached: number;
+  reasoning: number;
+}
+
+export function usageObject(u: ChatUsage): Record<string, unknown> {
+  return {
+    prompt_tokens: u.prompt,
+    completion_tokens: u.completion,
+    total_tokens: u.prompt + u.completion,
+    prompt_tokens_details: { cached_tokens: u.cached },
+    completion_tokens_details: { reasoning_tokens: u.reasoning },
+  };
+}
+
+export interface ReplyMessage {
+  text: string;
+  toolCalls: ChatToolCall[];
+}
+
+const toolCallObject = (c: ChatToolCall) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } });
+
+/** A whole chat.completion. */
+export function completion(ctx: ReplyContext, id: string | undefined, msg: ReplyMessage, finish: FinishReason, usage: ChatUsage | undefined): Buffer {
+  return Buffer.from(
+    JSON.stringify({
+      id: id ?? ctx.fallbackId,
+      object: 'chat.completion',
+      created: ctx.created,
+      model: ctx.model,
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: msg.text === '' && msg.toolCalls.length > 0 ? null : msg.text, refusal: null, ...(msg.toolCalls.length > 0 && { tool_calls: msg.toolCalls.map(toolCallObject) }) },
+          logprobs: null,
+          finish_reason: finish,
+        },
+      ],
+      ...(usage && { usage: usageObject(usage) }),
+    }),
+  );
+}
+
+/** The OpenAI error envelope around a vendor's error. */
+export function errorBody(message: string, type: string, code: string | null = null): Buffer {
+  return Buffer.from(JSON.stringify({ error: { message, type, param: null, code } }));
+}
+
+/** OpenAI's error type for a vendor status, where the vendor's own body names none. */
+export const errorTypeForStatus = (status: number): string =>
+  ({ 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 429: 'rate_limit_error' })[status] ?? (status < 500 ? 'invalid_request_error' : 'api_error');
+
+/** The vendor's body as JSON, or undefined: an error body may be anything. */
+export function jsonOf(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** A streamed tool-call delta: the first carries id and name, later ones more argument text. */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  name?: string;
+  arguments: string;
+}
+
+/**
+ * Writes chat.completion.chunk events. A translator calls it while it reads
+ * one vendor chunk and takes what accumulated once the chunk is read.
+ */
+export class ChunkWriter {
+  private out = '';
+  private finished = false;
+  private failed = false;
+  private roleSent = false;
+  id: string;
+  usage: ChatUsage | undefined;
+
+  constructor(private readonly ctx: ReplyContext) {
+    this.id = ctx.fallbackId;
+  }
+
+  private chunk(delta: Record<string, unknown>, finish: FinishReason | null): void {
+    const choice = { index: 0, delta, logprobs: null, finish_reason: finish };
+    this.out += `data: ${JSON.stringify({ id: this.id, object: 'chat.completion.chunk', created: this.ctx.created, model: this.ctx.model, choices: [choice] })}\n\n`;
+  }
+
+  /** the first chunk: the assistant role, as OpenAI opens every stream */
+  role(): void {
+    if (this.roleSent) return;
+    this.roleSent = true;
+    this.chunk({ role: 'assistant', content: '' }, null);
+  }
+
+  text(text: string): void {
+    if (text === '') return;
+    this.role();
+    this.chunk({ content: text }, null);
+  }
+
+  toolCall(d: ToolCallDelta): void {
+    this.role();
+    const fn: Record<string, string> = { arguments: d.arguments };
+    if (d.name !== undefined) fn['name'] = d.name;
+    this.chunk({ tool_calls: [{ index: d.index, ...(d.id !== undefined && { id: d.id, type: 'function' }), function: fn }] }, null);
+  }
+
+  finish(reason: FinishReason): void {
+    if (this.finished) return;
+    this.role();
+    this.finished = true;
+    this.chunk({}, reason);
+  }
+
+  /** a vendor error in the stream: OpenAI's in-band `data: {"error":…}`, after which nothing more is written */
+  error(message: string, type: string): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.out += `data: ${JSON.stringify({ error: { message, type, param: null, code: null } })}\n\n`;
+  }
+
+  /** what this vendor chunk produced */
+  take(): string | undefined {
+    if (this.out === '') return undefined;
+    const out = this.out;
+    this.out = '';
+    return out;
+  }
+
+  /**
+   * The vendor's stream ended: the usage chunk (when asked for) and `[DONE]`
+   * after a finished reply; an error event when the reply stopped short, so a
+   * cut stream never looks complete.
+   */
+  end(): string | undefined {
+    if (!this.failed && !this.finished) this.error('the provider ended the stream before the reply was complete', 'api_error');
+    if (!this.failed) {
+      if (this.ctx.includeUsage && this.usage) {
+        this.out += `data: ${JSON.stringify({ id: this.id, object: 'chat.completion.chunk', created: this.ctx.created, model: this.ctx.model, choices: [], usage: usageObject(this.usage) })}\n\n`;
+      }
+      this.out += 'data: [DONE]\n\n';
+    }
+    return this.take();
+  }
+
+  get ended(): boolean {
+    return this.failed;
+  }
+}
