@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import { GatewayError } from '../errors.js';
 import type { GatewayRequest, Route } from '../http/types.js';
-import { compileSchema, parseJsonObject } from '../http/validate.js';
+import { compileSchema } from '../http/validate.js';
 import { CATALOG } from '../providers/catalog.js';
 import { PROVIDER_IDS } from '../providers/types.js';
 import { SURFACES } from '../surfaces/index.js';
 import type { Directory } from '../tenancy/directory.js';
-import { namedTenants, type Entitlement } from '../tenancy/entitlement.js';
+import { namedTenants, type Entitlement, type IdentifyOptions } from '../tenancy/entitlement.js';
 import type { ModelAccess } from '../tenancy/model-access.js';
 import type { KeySkills } from '../tenancy/skills.js';
 import type { SpendCaps } from '../tenancy/spend-cap.js';
@@ -15,6 +15,8 @@ import type { VendorKeys } from '../tenancy/vendor-keys.js';
 import { sendJson } from './respond.js';
 
 const surface = SURFACES.api;
+/** SPEC Authentication 5: the caller's own org, from its developer key (or an IdP token); no deployment secrets */
+const OWN_ORG: IdentifyOptions = { deploymentSecrets: false };
 
 const TenantId = Type.Optional(Type.String({ pattern: '^[a-z0-9_-]{1,64}$' }));
 const Provider = Type.Union(PROVIDER_IDS.map((p) => Type.Literal(p)));
@@ -71,18 +73,12 @@ export interface SelfServiceDeps {
 export function selfServiceRoutes(deps: SelfServiceDeps): Route[] {
   const { entitlement, vendorKeys, modelAccess, spendCaps } = deps;
 
-  const ownTenant = async (req: GatewayRequest, body?: Record<string, unknown>): Promise<Org> => {
-    const principal = await entitlement.identify(req, { deploymentSecrets: false });
-    return entitlement.tenant(principal, namedTenants(req, body));
-  };
   const post = (path: string, handle: (req: GatewayRequest, body: Record<string, unknown>, org: Org) => Promise<unknown>): Route => ({
     method: 'POST',
     path,
     surface,
     async handler(req, res) {
-      const principal = await entitlement.identify(req, { deploymentSecrets: false });
-      const body = parseJsonObject(req.body);
-      const org = entitlement.tenant(principal, namedTenants(req, body));
+      const { body, tenant: org } = await entitlement.forJsonBody(req, OWN_ORG);
       res.meta.tenant = org.org_id;
       sendJson(res, 200, await handle(req, body, org));
     },
@@ -125,7 +121,7 @@ export function selfServiceRoutes(deps: SelfServiceDeps): Route[] {
       path: '/api/v1/settings',
       surface,
       async handler(req, res) {
-        const org = await ownTenant(req);
+        const org = entitlement.tenant(await entitlement.identify(req, OWN_ORG), namedTenants(req));
         res.meta.tenant = org.org_id;
         sendJson(res, 200, await settingsView(deps, org));
       },

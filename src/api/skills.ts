@@ -1,13 +1,15 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { GatewayError } from '../errors.js';
 import type { Route } from '../http/types.js';
-import { compileSchema, parseJsonObject } from '../http/validate.js';
+import { compileSchema } from '../http/validate.js';
 import { SURFACES } from '../surfaces/index.js';
-import { namedTenants, type Entitlement } from '../tenancy/entitlement.js';
+import type { Entitlement, IdentifyOptions } from '../tenancy/entitlement.js';
 import { isPerKeySkill, MODE_VOCABULARY, parseStoredMode, PER_KEY_SKILLS, type KeySkills, type SkillId, type StoredMode } from '../tenancy/skills.js';
 import { sendJson } from './respond.js';
 
 const surface = SURFACES.api;
+/** SPEC Authentication 6: skill routes also take the deployment's config secret or admin key naming the tenant */
+const ENTITLED: IdentifyOptions = { deploymentSecrets: true };
 
 const KeyRef = Type.String({ minLength: 1, maxLength: 128 });
 const perSkill = (value: TSchema) => Type.Object(Object.fromEntries(PER_KEY_SKILLS.map((s) => [s, Type.Optional(value)])), { additionalProperties: false });
@@ -69,9 +71,7 @@ export function skillRoutes(entitlement: Entitlement, skills: KeySkills): Route[
       path: '/api/v1/dev_key/skills',
       surface,
       async handler(req, res) {
-        const principal = await entitlement.identify(req, { deploymentSecrets: true });
-        const raw = parseJsonObject(req.body);
-        const tenant = entitlement.tenant(principal, namedTenants(req, raw));
+        const { principal, body: raw, tenant } = await entitlement.forJsonBody(req, ENTITLED);
         res.meta.tenant = tenant.org_id;
         const body = parseSkillsBody(raw);
         const ref = body.dev_key_id ?? body.key_id ?? (principal.kind === 'dev_key' ? principal.caller.key.key_id : undefined);
@@ -98,9 +98,7 @@ export function skillRoutes(entitlement: Entitlement, skills: KeySkills): Route[
       path: '/api/v1/tenant/:org_id/skills/:skill_id/lifecycle',
       surface,
       async handler(req, res) {
-        const principal = await entitlement.identify(req, { deploymentSecrets: true });
-        const raw = parseJsonObject(req.body);
-        const tenant = entitlement.tenant(principal, namedTenants(req, raw));
+        const { body: raw, tenant } = await entitlement.forJsonBody(req, ENTITLED);
         res.meta.tenant = tenant.org_id;
         const body = parseLifecycleBody(raw);
         const mode = modeOrRefuse(body.mode, 'mode');

@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors.js';
 import type { GatewayRequest } from '../http/types.js';
+import { parseJsonObject } from '../http/validate.js';
 import { queryParam, type Caller } from '../pipeline/auth.js';
 import type { Directory } from './directory.js';
 import type { IdpIdentity, IdpVerifier } from './idp.js';
@@ -71,6 +72,16 @@ export class Entitlement {
     }
     if (token !== undefined && this.opts.idp) return { kind: 'idp', identity: await this.opts.idp.verify(token) };
     throw unknownCredential();
+  }
+
+  /**
+   * The prologue of a tenant-scoped POST route: who calls (401 first), the JSON
+   * body, and the tenant it acts on (403 for another tenant).
+   */
+  async forJsonBody(req: GatewayRequest, options: IdentifyOptions): Promise<{ principal: Principal; body: Record<string, unknown>; tenant: Org }> {
+    const principal = await this.identify(req, options);
+    const body = parseJsonObject(req.body);
+    return { principal, body, tenant: this.tenant(principal, namedTenants(req, body)) };
   }
 
   /**
