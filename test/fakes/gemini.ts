@@ -12,6 +12,8 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor } from './server.js';
  * - `slow_<ms>`: waits before answering
  * - `stall_stream`: streams one chunk, then goes silent
  * - `break_stream`: streams two chunks, then drops the connection
+ * - a name ending in `-error_<status>` errs like `error_<status>` (a catalog name routed here by translation)
+ * - a name ending in `-tool_call`: the reply calls `get_weather` (a functionCall part)
  */
 export async function startFakeGemini(): Promise<FakeVendor> {
   return startFakeVendor(async (req, res) => {
@@ -20,11 +22,16 @@ export async function startFakeGemini(): Promise<FakeVendor> {
     const [, model = '', method, query = ''] = m;
     const slow = /^slow_(\d+)$/.exec(model);
     if (slow) await sleep(Number(slow[1]));
-    const err = /^error_(\d{3})$/.exec(model);
+    const err = /(?:^|-)error_(\d{3})$/.exec(model);
     if (err) return sendJson(res, Number(err[1]), googleError(Number(err[1]), `scripted ${err[1]}`));
     if (model === 'truncated') {
       res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
       return void res.end('{"candidates": [{"content": {"parts": [{"te');
+    }
+    if (model.endsWith('-tool_call')) {
+      const reply = geminiToolCallReply(model);
+      if (method === 'generateContent') return sendJson(res, 200, reply);
+      return writeScriptedStream(res, model, { 'content-type': 'text/event-stream' }, [`data: ${JSON.stringify(reply)}\r\n\r\n`]);
     }
     if (method === 'generateContent') return sendJson(res, 200, geminiReply(model), { 'x-goog-fake': 'generate' });
     if (new URLSearchParams(query).get('alt') !== 'sse') return sendJson(res, 400, googleError(400, 'this fake streams only with alt=sse'));
@@ -74,4 +81,16 @@ export function geminiStreamChunks(model: string): string[] {
     chunk([{ text: ' from the' }], 3),
     chunk([{ text: ' fake.' }], 4, 'STOP'),
   ];
+}
+
+export const GEMINI_CALL = { name: 'get_weather', args: { city: 'Paris' } };
+
+/** A reply that calls a function: a text part, then the functionCall part. */
+export function geminiToolCallReply(model: string) {
+  return {
+    candidates: [{ content: { parts: [{ text: 'Checking.' }, { functionCall: GEMINI_CALL, thoughtSignature: THOUGHT_SIGNATURE }], role: 'model' }, finishReason: 'STOP', index: 0 }],
+    usageMetadata: { promptTokenCount: 30, candidatesTokenCount: 8, totalTokenCount: 38 },
+    modelVersion: model,
+    responseId: 'fake-response-tool',
+  };
 }

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { startFakeAnthropic, TOOL_USE } from '../fakes/anthropic.js';
+import { GEMINI_CALL, startFakeGemini } from '../fakes/gemini.js';
 import type { FakeVendor, Recorded } from '../fakes/server.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
@@ -198,5 +199,92 @@ describe('chat completions translated to msgvendor (Anthropic Messages)', () => 
     });
     assert.equal(fake.received[n]?.headers['x-api-key'], 'sk-ant-direct');
     assert.equal(fake.received[n]?.headers['authorization'], undefined);
+  });
+});
+
+describe('chat completions translated to genvendor (Gemini generateContent)', () => {
+  let fake: FakeVendor;
+  let gw: TestGateway;
+  const { bootstrap, devKey } = oneTenant('acme-xlate-gen');
+
+  before(async () => {
+    fake = await startFakeGemini();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_GENVENDOR: fake.origin } });
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  const client = () => new OpenAI({ apiKey: devKey, baseURL: `${gw.url}/v1`, defaultHeaders: { 'x-gw-provider-key': 'AIza-test' }, maxRetries: 0 });
+
+  it('sends a GenerateContentRequest and answers a chat.completion without the thought', async () => {
+    const n = fake.received.length;
+    const reply = await client().chat.completions.create({ model: 'gemini-2.5-flash', messages: CONVERSATION, tools: TOOLS, tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 200, temperature: 0.2, stop: 'END' });
+    const got = fake.received[n];
+    assert.equal(got?.url, '/v1beta/models/gemini-2.5-flash:generateContent');
+    assert.equal(got?.headers['x-goog-api-key'], 'AIza-test');
+    assert.deepEqual(bodyOf(got), {
+      contents: [
+        { role: 'user', parts: [{ text: 'Weather in Paris? See the picture.' }, { inlineData: { mimeType: 'image/png', data: 'iVBORw0KGgo=' } }] },
+        { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { city: 'Paris' } } }] },
+        { role: 'user', parts: [{ functionResponse: { name: 'get_weather', response: { result: '18 C, cloudy' } } }, { text: 'Thanks. And tomorrow?' }] },
+      ],
+      systemInstruction: { parts: [{ text: 'Be brief.' }, { text: 'Answer in English.' }] },
+      tools: [{ functionDeclarations: [{ name: 'get_weather', description: 'Weather of a city', parametersJsonSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }] }],
+      toolConfig: { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['get_weather'] } },
+      generationConfig: { maxOutputTokens: 200, temperature: 0.2, stopSequences: ['END'] },
+    });
+    assert.equal(reply.choices[0]?.message.content, 'Hello from the fake.');
+    assert.equal(reply.choices[0]?.finish_reason, 'stop');
+    assert.equal(reply.id, 'fake-response-1');
+    assert.deepEqual(reply.usage, { prompt_tokens: 12, completion_tokens: 8, total_tokens: 20, prompt_tokens_details: { cached_tokens: 2 }, completion_tokens_details: { reasoning_tokens: 3 } });
+  });
+
+  it('answers a function call as tool_calls', async () => {
+    const reply = await client().chat.completions.create({ model: 'gemini-2.5-flash-tool_call', messages: [{ role: 'user', content: 'Weather?' }], tools: TOOLS });
+    const choice = reply.choices[0];
+    assert.equal(choice?.finish_reason, 'tool_calls');
+    assert.equal(choice?.message.content, 'Checking.');
+    assert.equal(choice?.message.tool_calls?.length, 1);
+    const call = choice?.message.tool_calls?.[0];
+    assert.equal(call?.type === 'function' && call.function.name, 'get_weather');
+    assert.deepEqual(call?.type === 'function' && JSON.parse(call.function.arguments), GEMINI_CALL.args);
+  });
+
+  it('streams through :streamGenerateContent?alt=sse, ending in [DONE] with the usage chunk', async () => {
+    const n = fake.received.length;
+    const got = await collect(await client().chat.completions.create({ model: 'gemini-2.5-flash', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] }));
+    assert.equal(fake.received[n]?.url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+    assert.equal(got.text, 'Hello from the fake.');
+    assert.equal(got.finish, 'stop');
+    assert.deepEqual({ p: got.usage?.prompt_tokens, c: got.usage?.completion_tokens, t: got.usage?.total_tokens }, { p: 12, c: 7, t: 19 });
+  });
+
+  it('streams a function call as a tool_calls delta', async () => {
+    const got = await collect(await client().chat.completions.create({ model: 'gemini-2.5-flash-tool_call', stream: true, messages: [{ role: 'user', content: 'Weather?' }], tools: TOOLS }));
+    assert.equal(got.finish, 'tool_calls');
+    const [call] = [...got.tools.values()];
+    assert.equal(call?.name, 'get_weather');
+    assert.ok(call?.id);
+    assert.deepEqual(JSON.parse(call?.arguments ?? ''), GEMINI_CALL.args);
+  });
+
+  it("relays the vendor's error in the OpenAI envelope, without x-gw-error", async () => {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${devKey}`, 'x-gw-provider-key': 'AIza-test', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gemini-2.5-flash-error_403', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(res.status, 403);
+    assert.equal(res.headers.get('x-gw-error'), null);
+    assert.deepEqual(await res.json(), { error: { message: 'scripted 403', type: 'permission_error', param: null, code: 'PERMISSION_DENIED' } });
+  });
+
+  it('refuses an https image URL (genvendor takes images inline)', async () => {
+    await assert.rejects(
+      client().chat.completions.create({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://img.test/a.png' } }] }] }),
+      (err: unknown) => err instanceof OpenAI.BadRequestError && /data: URL/.test(err.message),
+    );
   });
 });
