@@ -1,5 +1,6 @@
 import type { CatalogModel } from '../providers/catalog.js';
 import type { ProviderId } from '../providers/types.js';
+import { toConverse } from './converse.js';
 import { toGenerateContent } from './generate-content.js';
 import { toMessages } from './messages.js';
 import type { ChatRequest, ReplyContext, TranslatedCall } from './types.js';
@@ -13,6 +14,7 @@ export type ChatTranslator = (body: ChatRequest, ctx: ReplyContext, headers: Rea
 const TRANSLATORS: Partial<Record<ProviderId, ChatTranslator>> = {
   msgvendor: (body, ctx, _headers, model) => toMessages(body, ctx, model?.max_output_tokens ?? FALLBACK_MAX_TOKENS),
   genvendor: (body, ctx) => toGenerateContent(body, ctx),
+  cloudy: (body, ctx, headers) => toConverse(body, ctx, headers),
 };
 
 /** The translation of chat completions to `provider`, or undefined when the provider speaks chat completions itself. */

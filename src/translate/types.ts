@@ -38,6 +38,8 @@ export interface TranslatedCall {
   /** the vendor's path and query, maybe depending on the resolved location */
   path: string | ((location: Location) => string);
   body: Buffer;
+  /** where the call goes, when the caller named it (a cloudy region) */
+  location?: Location;
   /** upstream headers the vendor's format requires */
   headers?: Record<string, string>;
   reply: ReplyTransform;

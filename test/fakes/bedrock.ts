@@ -41,6 +41,8 @@ export function sendAwsError(res: ServerResponse, status: number, message: strin
  * - `slow_<ms>`: waits before answering
  * - `stall_stream`: streams one frame, then goes silent
  * - `break_stream`: streams two frames, then drops the connection
+ * - an id ending in `-error_<status>` errs like `error_<status>` (a catalog id routed here by translation)
+ * - an id ending in `-tool_use`: the reply calls `get_weather` (stopReason `tool_use`)
  */
 export async function startFakeBedrock(credentials: Record<string, string> = {}): Promise<FakeBedrock> {
   const signatures: SignatureCheck[] = [];
@@ -58,13 +60,15 @@ export async function startFakeBedrock(credentials: Record<string, string> = {})
     const modelId = decodeURIComponent(m[1] ?? '');
     const slow = /^slow_(\d+)$/.exec(modelId);
     if (slow) await sleep(Number(slow[1]));
-    const status = /^error_(\d{3})$/.exec(modelId);
+    const status = /(?:^|-)error_(\d{3})$/.exec(modelId);
     if (status) return sendAwsError(res, Number(status[1]), `scripted ${status[1]}`);
     if (modelId === 'truncated') {
       res.writeHead(200, { 'content-type': 'application/json' });
       return void res.end('{"output":{"message":{"role":"assis');
     }
-    if (m[2] === 'converse') return sendJson(res, 200, converseReply(), { 'x-amzn-requestid': 'fake-req-1' });
+    const tool = modelId.endsWith('-tool_use');
+    if (m[2] === 'converse') return sendJson(res, 200, tool ? converseToolReply() : converseReply(), { 'x-amzn-requestid': 'fake-req-1' });
+    if (tool) return writeScriptedStream(res, modelId, { 'content-type': 'application/vnd.amazon.eventstream' }, converseToolFrames(), splitFrames(res));
     return writeScriptedStream(res, modelId, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': 'fake-req-2' }, converseStreamFrames(), splitFrames(res));
   });
   return { ...fake, signatures };
@@ -148,4 +152,31 @@ function splitFrames(res: ServerResponse) {
     res.write(frame.slice(0, cut));
     res.write(frame.slice(cut));
   };
+}
+
+export const BEDROCK_TOOL_USE = { toolUseId: 'tooluse_fake01', name: 'get_weather', input: { city: 'Paris' } };
+
+export function converseToolReply() {
+  return {
+    output: { message: { role: 'assistant', content: [{ text: 'Checking.' }, { toolUse: BEDROCK_TOOL_USE }] } },
+    stopReason: 'tool_use',
+    usage: { inputTokens: 40, outputTokens: 12, totalTokens: 52 },
+    metrics: { latencyMs: 30 },
+  };
+}
+
+/** A streamed tool call: the input arrives as JSON text across two deltas. */
+export function converseToolFrames(): Uint8Array[] {
+  const input = JSON.stringify(BEDROCK_TOOL_USE.input);
+  return [
+    eventFrame('messageStart', { role: 'assistant' }),
+    eventFrame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Checking.' } }),
+    eventFrame('contentBlockStop', { contentBlockIndex: 0 }),
+    eventFrame('contentBlockStart', { contentBlockIndex: 1, start: { toolUse: { toolUseId: BEDROCK_TOOL_USE.toolUseId, name: BEDROCK_TOOL_USE.name } } }),
+    eventFrame('contentBlockDelta', { contentBlockIndex: 1, delta: { toolUse: { input: input.slice(0, 5) } } }),
+    eventFrame('contentBlockDelta', { contentBlockIndex: 1, delta: { toolUse: { input: input.slice(5) } } }),
+    eventFrame('contentBlockStop', { contentBlockIndex: 1 }),
+    eventFrame('messageStop', { stopReason: 'tool_use' }),
+    eventFrame('metadata', { usage: { inputTokens: 40, outputTokens: 12, totalTokens: 52 }, metrics: { latencyMs: 30 } }),
+  ];
 }

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { startFakeAnthropic, TOOL_USE } from '../fakes/anthropic.js';
+import { BEDROCK_TOOL_USE, startFakeBedrock, type FakeBedrock } from '../fakes/bedrock.js';
 import { GEMINI_CALL, startFakeGemini } from '../fakes/gemini.js';
 import type { FakeVendor, Recorded } from '../fakes/server.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -285,6 +286,98 @@ describe('chat completions translated to genvendor (Gemini generateContent)', ()
     await assert.rejects(
       client().chat.completions.create({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://img.test/a.png' } }] }] }),
       (err: unknown) => err instanceof OpenAI.BadRequestError && /data: URL/.test(err.message),
+    );
+  });
+});
+
+describe('chat completions translated to cloudy (Bedrock Converse)', () => {
+  let fake: FakeBedrock;
+  let gw: TestGateway;
+  const { bootstrap, devKey } = oneTenant('acme-xlate-cloudy');
+  const MODEL = 'anthropic.claude-3-5-haiku-20241022-v1:0';
+  const PAIR = 'AKIAFAKEXLATE0000001:fake-secret-access-key';
+
+  before(async () => {
+    fake = await startFakeBedrock({ AKIAFAKEXLATE0000001: 'fake-secret-access-key' });
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_CLOUDY: fake.origin } });
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  const client = (headers: Record<string, string> = { 'x-gw-provider-key': 'bedrock-api-key-test' }) =>
+    new OpenAI({ apiKey: devKey, baseURL: `${gw.url}/v1`, defaultHeaders: headers, maxRetries: 0 });
+
+  it('sends a Converse body to /model/{id}/converse and answers a chat.completion', async () => {
+    const n = fake.received.length;
+    const reply = await client().chat.completions.create({ model: MODEL, messages: CONVERSATION, tools: TOOLS, tool_choice: 'required', max_tokens: 100, top_p: 0.8, stop: ['END'] });
+    const got = fake.received[n];
+    assert.equal(got?.url, `/model/${encodeURIComponent(MODEL)}/converse`);
+    assert.equal(got?.headers['authorization'], 'Bearer bedrock-api-key-test');
+    assert.deepEqual(bodyOf(got), {
+      messages: [
+        { role: 'user', content: [{ text: 'Weather in Paris? See the picture.' }, { image: { format: 'png', source: { bytes: 'iVBORw0KGgo=' } } }] },
+        { role: 'assistant', content: [{ toolUse: { toolUseId: 'call_1', name: 'get_weather', input: { city: 'Paris' } } }] },
+        { role: 'user', content: [{ toolResult: { toolUseId: 'call_1', content: [{ text: '18 C, cloudy' }] } }, { text: 'Thanks. And tomorrow?' }] },
+      ],
+      system: [{ text: 'Be brief.' }, { text: 'Answer in English.' }],
+      inferenceConfig: { maxTokens: 100, topP: 0.8, stopSequences: ['END'] },
+      toolConfig: {
+        tools: [{ toolSpec: { name: 'get_weather', description: 'Weather of a city', inputSchema: { json: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } } }],
+        toolChoice: { any: {} },
+      },
+    });
+    assert.equal(reply.choices[0]?.message.content, 'Hello from the fake.');
+    assert.equal(reply.choices[0]?.finish_reason, 'stop');
+    // Bedrock counts cache reads apart from inputTokens: 12 + 2
+    assert.deepEqual(reply.usage, { prompt_tokens: 14, completion_tokens: 5, total_tokens: 19, prompt_tokens_details: { cached_tokens: 2 }, completion_tokens_details: { reasoning_tokens: 0 } });
+  });
+
+  it('an access-key pair signs the translated request with SigV4 for the named region', async () => {
+    const signed = fake.signatures.length;
+    const reply = await client({ 'x-gw-provider-key': PAIR, 'x-gw-aws-region': 'eu-west-1' }).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(reply.choices[0]?.message.content, 'Hello from the fake.');
+    assert.deepEqual({ region: fake.signatures[signed]?.region, valid: fake.signatures[signed]?.valid }, { region: 'eu-west-1', valid: true });
+  });
+
+  it('answers a tool use as tool_calls', async () => {
+    const reply = await client().chat.completions.create({ model: `${MODEL}-tool_use`, messages: [{ role: 'user', content: 'Weather?' }], tools: TOOLS });
+    assert.equal(reply.choices[0]?.finish_reason, 'tool_calls');
+    assert.deepEqual(reply.choices[0]?.message.tool_calls, [{ id: BEDROCK_TOOL_USE.toolUseId, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }]);
+  });
+
+  it('decodes ConverseStream event frames (cut mid-frame) into chunks ending in [DONE] with usage', async () => {
+    const n = fake.received.length;
+    const got = await collect(await client().chat.completions.create({ model: MODEL, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] }));
+    assert.equal(fake.received[n]?.url, `/model/${encodeURIComponent(MODEL)}/converse-stream`);
+    assert.equal(got.text, 'Hello from the fake.');
+    assert.equal(got.finish, 'stop');
+    assert.deepEqual({ p: got.usage?.prompt_tokens, c: got.usage?.completion_tokens, cached: got.usage?.prompt_tokens_details?.cached_tokens }, { p: 15, c: 6, cached: 3 });
+  });
+
+  it('streams a tool use as tool_calls deltas', async () => {
+    const got = await collect(await client().chat.completions.create({ model: `${MODEL}-tool_use`, stream: true, messages: [{ role: 'user', content: 'Weather?' }], tools: TOOLS }));
+    assert.equal(got.text, 'Checking.');
+    assert.equal(got.finish, 'tool_calls');
+    assert.deepEqual([...got.tools.values()], [{ id: BEDROCK_TOOL_USE.toolUseId, name: 'get_weather', arguments: '{"city":"Paris"}' }]);
+  });
+
+  it("relays the vendor's error in the OpenAI envelope, without x-gw-error", async () => {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${devKey}`, 'x-gw-provider-key': 'bedrock-api-key-test', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: `${MODEL}-error_429`, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(res.status, 429);
+    assert.equal(res.headers.get('x-gw-error'), null);
+    assert.deepEqual(await res.json(), { error: { message: 'scripted 429', type: 'rate_limit_error', param: null, code: 'ThrottlingException' } });
+  });
+
+  it('refuses tool_choice none, which Converse cannot express', async () => {
+    await assert.rejects(
+      client().chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], tools: TOOLS, tool_choice: 'none' }),
+      (err: unknown) => err instanceof OpenAI.BadRequestError && /tool_choice/.test(err.message),
     );
   });
 });
