@@ -17,11 +17,12 @@ const CONTENDED_MS = 1000;
 export const leaseSize = (rps: number): number => Math.min(100, Math.max(1, Math.ceil(rps * 0.05)));
 
 /**
- * The shared bucket: refilled at the cap, holding at most 200 ms of it and at
+ * The shared bucket: refilled at the cap, holding half a second of it (at
  * least two leases, so replicas leasing at nearly the same moment below the
- * cap both get tokens. Over a 10 s window the burst adds at most 2% to the cap.
+ * cap both get tokens). A client may burst half its per-second cap at once;
+ * over a 10 s window the burst adds at most 5% to the cap.
  */
-export const sharedBucket = (rps: number): TokenBucketSpec => ({ rate: rps, capacity: Math.max(2 * leaseSize(rps), Math.ceil(rps / 5)) });
+export const sharedBucket = (rps: number): TokenBucketSpec => ({ rate: rps, capacity: Math.max(2 * leaseSize(rps), Math.ceil(rps / 2)) });
 
 /** What one replica holds for one org. */
 interface Allowance {

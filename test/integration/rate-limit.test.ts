@@ -63,13 +63,15 @@ describe(`rate limit across ${REPLICAS} replicas sharing one Redis`, () => {
     }
     let leases = 0;
     let waits = 0;
+    let leaseErrors = 0;
     for (const gw of replicas) {
       const text = await (await fetch(`${gw.url}/metrics`)).text();
       leases += Number(/^gw_rate_limit_lease_calls_total\{result="ok"\} (\d+)/m.exec(text)?.[1] ?? 0);
       waits += Number(/^gw_rate_limit_waits_total (\d+)/m.exec(text)?.[1] ?? 0);
+      leaseErrors += Number(/^gw_rate_limit_lease_calls_total\{result="error"\} (\d+)/m.exec(text)?.[1] ?? 0);
     }
     const expected = RPS_CAP * SECONDS;
-    t.diagnostic(`offered ${total} in ${elapsedS.toFixed(2)} s, admitted ${admitted} (expected ${expected}), ${leases} shared-bucket leases, ${waits} requests waited for one`);
+    t.diagnostic(`offered ${total} in ${elapsedS.toFixed(2)} s, admitted ${admitted} (expected ${expected}), ${leases} shared-bucket leases, ${waits} requests waited for one, ${leaseErrors} failed leases`);
     assert.ok(Math.abs(admitted - expected) <= expected * 0.1, `admitted ${admitted}, expected ${expected} ±10%`);
     assert.ok(waits < total / 20, `requests rarely wait on the shared bucket (${waits} of ${total})`);
   });

@@ -34,11 +34,11 @@ describe('token bucket math', () => {
     assert.equal(refillAndTake(half.state, 100, 1, spec).grant.granted, 1);
   });
 
-  it('sizes leases at 50 ms of the cap and the shared bucket at 200 ms (two leases at least)', () => {
+  it('sizes leases at 50 ms of the cap and the shared bucket at 500 ms (two leases at least)', () => {
     assert.equal(leaseSize(50), 3);
     assert.equal(leaseSize(1), 1);
     assert.equal(leaseSize(1_000_000), 100);
-    assert.deepEqual(sharedBucket(50), { rate: 50, capacity: 10 });
+    assert.deepEqual(sharedBucket(50), { rate: 50, capacity: 25 });
     assert.deepEqual(sharedBucket(2), { rate: 2, capacity: 2 });
   });
 });

@@ -13,7 +13,11 @@ interface MeterCommands {
 const lua = (name: string): string => readFileSync(new URL(`./${name}.lua`, import.meta.url), 'utf8');
 
 export interface RedisMeterOptions {
-  /** a command not answered within this fails (the caller fails open) */
+  /**
+   * a command not answered within this fails (the caller fails open). Not
+   * tighter: a stalled event loop fires the timer before it reads the reply,
+   * and a spurious failure relaxes caps and limits.
+   */
   commandTimeoutMs?: number;
 }
 
@@ -36,7 +40,7 @@ export class RedisMeterStore implements MeterStore {
       lazyConnect: true,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      commandTimeout: opts.commandTimeoutMs ?? 250,
+      commandTimeout: opts.commandTimeoutMs ?? 1000,
       connectionName: 'gw-meter',
     });
     // connection errors surface per command; the client keeps reconnecting on its own
