@@ -225,7 +225,7 @@ describe('EmbeddedDocStore on disk', () => {
     const second = new EmbeddedDocStore(dir);
     await second.start();
     assert.deepEqual(second.get('orgs', 'kept'), { n: 1 });
-    assert.deepEqual((await readdir(dir)).sort(), ['state.json']);
+    assert.deepEqual((await readdir(dir)).filter((f) => f.endsWith('.tmp')), []);
   });
 
   it('a corrupt state.json stops start-up with a message naming GW_DATA_DIR and the file', async () => {
@@ -262,6 +262,21 @@ describe('EmbeddedDocStore on disk', () => {
     await rm(dir, { force: true });
   });
 
+  it('one process per data directory: a live holder refuses start-up, a dead one is taken over', async () => {
+    const dir = await newDir();
+    // the test runner's parent process is alive and is not us
+    await writeFile(join(dir, 'state.lock'), String(process.ppid));
+    await assert.rejects(new EmbeddedDocStore(dir).start(), new RegExp(`GW_DATA_DIR: .* is in use by process ${process.ppid}`));
+    const gone = spawn(process.execPath, ['-e', '0']);
+    await once(gone, 'exit');
+    await writeFile(join(dir, 'state.lock'), String(gone.pid));
+    const store = new EmbeddedDocStore(dir);
+    await store.start();
+    assert.equal(await readFile(join(dir, 'state.lock'), 'utf8'), String(process.pid));
+    await store.close();
+    assert.deepEqual(await readdir(dir), [], 'close releases the lock');
+  });
+
   it('a process killed mid-write never leaves a torn state.json', async () => {
     const dir = await newDir();
     // a writer that rewrites a ~200 KB state as fast as it can, killed at varying moments
@@ -276,7 +291,8 @@ describe('EmbeddedDocStore on disk', () => {
     `;
     for (const delayMs of [5, 20, 45, 80, 130]) {
       const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-      await once(child, 'message');
+      const started = await Promise.race([once(child, 'message').then(() => true), once(child, 'exit').then(() => false)]);
+      assert.ok(started, 'the writer died before writing');
       await new Promise((r) => setTimeout(r, delayMs));
       child.kill('SIGKILL');
       await once(child, 'exit');
@@ -285,6 +301,7 @@ describe('EmbeddedDocStore on disk', () => {
       const docs = [...store.values<Doc & { pad: string }>('transitions')];
       assert.ok(docs.length > 0, `state lost after a kill at ${delayMs} ms`);
       for (const d of docs) assert.equal(d.pad.length, 2000);
+      await store.close();
     }
   });
 });

@@ -1,8 +1,9 @@
-import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { COLLECTIONS, Mirror, type Collection, type DocStore, type StoreLog } from '../types.js';
 
 const FILE = 'state.json';
+const LOCK = 'state.lock';
 const TMP_PREFIX = `${FILE}.`;
 const TMP_SUFFIX = '.tmp';
 
@@ -30,8 +31,19 @@ export class EmbeddedDocStore extends Mirror implements DocStore {
   async start(): Promise<void> {
     if (!this.dir) return;
     await mkdir(this.dir, { recursive: true });
-    await this.removeStaleTempFiles();
-    const path = join(this.dir, FILE);
+    await this.lock();
+    try {
+      await this.removeStaleTempFiles();
+      await this.load();
+    } catch (err) {
+      await this.unlock();
+      throw err;
+    }
+  }
+
+  private async load(): Promise<void> {
+    const dir = this.dir as string;
+    const path = join(dir, FILE);
     let text: string;
     try {
       text = await readFile(path, 'utf8');
@@ -65,6 +77,37 @@ export class EmbeddedDocStore extends Mirror implements DocStore {
 
   async close(): Promise<void> {
     await this.flushing?.catch(() => undefined);
+    await this.unlock();
+  }
+
+  /**
+   * One process per data directory: a second gateway on the same directory
+   * would overwrite the first one's file with its own view. A lock left by a
+   * process that no longer runs is taken over.
+   */
+  private async lock(): Promise<void> {
+    const path = join(this.dir as string, LOCK);
+    for (;;) {
+      try {
+        await writeFile(path, String(process.pid), { flag: 'wx', mode: 0o600 });
+        return;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new Error(`GW_DATA_DIR: cannot lock ${path}: ${(err as Error).message}`, { cause: err });
+      }
+      const holder = Number((await readFile(path, 'utf8').catch(() => '')).trim());
+      // this very process (another store in tests, or a restart in place) may take it
+      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isRunning(holder)) {
+        throw new Error(`GW_DATA_DIR: ${this.dir} is in use by process ${holder} (${path}); one gateway per data directory`);
+      }
+      await unlink(path).catch(() => undefined);
+    }
+  }
+
+  private async unlock(): Promise<void> {
+    if (!this.dir) return;
+    const path = join(this.dir, LOCK);
+    const holder = await readFile(path, 'utf8').catch(() => '');
+    if (holder.trim() === String(process.pid)) await unlink(path).catch(() => undefined);
   }
 
   /**
@@ -147,4 +190,14 @@ function parseState(text: string, path: string): { known: Record<string, Record<
     else known[c] = docs;
   }
   return { known, foreign };
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it runs, under another user
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

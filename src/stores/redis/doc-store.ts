@@ -10,6 +10,7 @@ const ECHO_WAIT_MS = 1000;
 /** Bound on one store command; past it a write answers 504 store_timeout. */
 const COMMAND_TIMEOUT_MS = 5000;
 const CONNECT_TIMEOUT_MS = 5000;
+const RESYNC_RETRY_MS = 1000;
 
 type ScriptedRedis = Redis & Record<DocScript, (hash: string, channel: string, id: string, doc: string, message: string) => Promise<number | string>>;
 
@@ -57,8 +58,7 @@ export class RedisDocStore extends Mirror implements DocStore {
     this.watch(this.sub, 'subscriber');
     this.sub.on('message', (_channel: string, message: string) => this.onMessage(message));
     this.sub.on('ready', () => {
-      // a failed reload is logged inside and retried on the next reconnect
-      if (this.started && !this.closed) this.resync().catch(() => undefined);
+      if (this.started && !this.closed) void this.resyncUntilDone();
     });
     try {
       await Promise.all([this.cmd.connect(), this.sub.connect()]);
@@ -167,6 +167,18 @@ export class RedisDocStore extends Mirror implements DocStore {
     }
   }
 
+  /** After a reconnect: the command connection may still be down, so a failed reload is retried until one succeeds. */
+  private async resyncUntilDone(): Promise<void> {
+    while (!this.closed) {
+      try {
+        await this.resync();
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, RESYNC_RETRY_MS));
+      }
+    }
+  }
+
   /** One reload at a time; a reconnect during a reload runs another after it. */
   private resync(): Promise<void> {
     const run = (this.resyncing ?? Promise.resolve()).then(() => this.reload());
@@ -195,7 +207,7 @@ export class RedisDocStore extends Mirror implements DocStore {
         this.replaceCollection(c, all as Record<string, string>);
       });
     } catch (err) {
-      if (this.started) this.log.error({ err }, 'store reload after reconnect failed; retrying on the next reconnect');
+      if (this.started) this.log.error({ err }, `store reload after reconnect failed; retrying in ${RESYNC_RETRY_MS} ms`);
       throw err;
     } finally {
       this.buffered = undefined;
