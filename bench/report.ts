@@ -9,7 +9,10 @@ export interface Row {
   p50Ms: number;
   p99Ms: number;
   cpuMicrosPerReq: number;
+  /** single-connection medians: whole reply, first byte, first byte to end */
   singleMs: number;
+  firstByteMs: number;
+  afterFirstByteMs: number;
   requests: number;
 }
 
@@ -25,22 +28,94 @@ const find = (rows: Row[], scenario: Scenario['id'], target: Target['id']) => ro
 const f = (x: number, digits: number) => x.toFixed(digits);
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? '–' : `${f(a / b, 2)}×`);
 
+const added = (r: Row, base: Row | undefined, pick: (r: Row) => number, digits = 3) => (r.target === 'direct' || !base ? '–' : `+${f(pick(r) - pick(base), digits)}`);
+
 export function resultsTable(rows: Row[]): string {
   const head = [
-    '| scenario | target | req/s | p50 ms | p99 ms | CPU µs/req | 1-conn p50 ms | added 1-conn ms | req/s ÷ direct | CPU ÷ direct | CPU ÷ nginx |',
-    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
+    '| scenario | target | req/s | p50 ms | p99 ms | CPU µs/req | 1-conn p50 ms | added 1-conn ms | TTFB ms | added TTFB ms | req/s ÷ direct | CPU ÷ direct | CPU ÷ nginx |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   const lines = rows.map((r) => {
     const direct = find(rows, r.scenario.id, 'direct');
     const nginx = find(rows, r.scenario.id, 'nginx');
     const isDirect = r.target === 'direct';
-    return `| ${r.scenario.title} | ${r.target} | ${f(r.reqPerSec, 0)} | ${f(r.p50Ms, 2)} | ${f(r.p99Ms, 2)} | ${f(r.cpuMicrosPerReq, 1)} | ${f(r.singleMs, 3)} | ${
-      isDirect || !direct ? '–' : `+${f(r.singleMs - direct.singleMs, 3)}`
-    } | ${isDirect ? '–' : ratio(r.reqPerSec, direct?.reqPerSec)} | ${isDirect ? '–' : ratio(r.cpuMicrosPerReq, direct?.cpuMicrosPerReq)} | ${
-      r.target === 'gateway' ? ratio(r.cpuMicrosPerReq, nginx?.cpuMicrosPerReq) : '–'
-    } |`;
+    return `| ${r.scenario.title} | ${r.target} | ${f(r.reqPerSec, 0)} | ${f(r.p50Ms, 2)} | ${f(r.p99Ms, 2)} | ${f(r.cpuMicrosPerReq, 1)} | ${f(r.singleMs, 3)} | ${added(r, direct, (x) => x.singleMs)} | ${f(r.firstByteMs, 3)} | ${added(r, direct, (x) => x.firstByteMs)} | ${
+      isDirect ? '–' : ratio(r.reqPerSec, direct?.reqPerSec)
+    } | ${isDirect ? '–' : ratio(r.cpuMicrosPerReq, direct?.cpuMicrosPerReq)} | ${r.target === 'gateway' ? ratio(r.cpuMicrosPerReq, nginx?.cpuMicrosPerReq) : '–'} |`;
   });
   return [...head, ...lines].join('\n');
+}
+
+/** Time the target adds per event (single connection, µs): over the whole reply, and over the events after the first. */
+const addedPerEvent = (r: Row, direct: Row, events: number) => ((r.singleMs - direct.singleMs) * 1000) / events;
+const addedPerLaterEvent = (r: Row, direct: Row, events: number) => ((r.afterFirstByteMs - direct.afterFirstByteMs) * 1000) / (events - 1);
+
+/** One row per stream scenario and proxy: what relaying adds to the first byte and to each event. */
+export function streamTable(rows: Row[]): string {
+  const head = [
+    '| stream | family | target | events | added TTFB ms | added 1-conn ms | added µs/event | added µs/later event | CPU µs/event | CPU ÷ nginx |',
+    '|---|---|---|--:|--:|--:|--:|--:|--:|--:|',
+  ];
+  const lines = rows.flatMap((r) => {
+    const stream = r.scenario.stream;
+    const direct = find(rows, r.scenario.id, 'direct');
+    if (!stream || !direct || r.target === 'direct') return [];
+    const nginx = find(rows, r.scenario.id, 'nginx');
+    const cells = [
+      r.scenario.title,
+      stream.family,
+      r.target,
+      String(stream.events),
+      added(r, direct, (x) => x.firstByteMs),
+      added(r, direct, (x) => x.singleMs),
+      f(addedPerEvent(r, direct, stream.events), 1),
+      f(addedPerLaterEvent(r, direct, stream.events), 1),
+      f(r.cpuMicrosPerReq / stream.events, 1),
+      r.target === 'gateway' ? ratio(r.cpuMicrosPerReq, nginx?.cpuMicrosPerReq) : '–',
+    ];
+    return [`| ${cells.join(' | ')} |`];
+  });
+  return [...head, ...lines].join('\n');
+}
+
+/**
+ * The foundation's committed chat-completions figures for the gateway (run of
+ * 2026-11-21 06:25 UTC, commit 2b34bda), which later work must not regress.
+ */
+const FOUNDATION = {
+  json: { cpuMicrosPerReq: 269.1, addedSingleMs: 0.272 },
+  stream: { cpuMicrosPerReq: 469.7, addedSingleMs: 0.485 },
+} as const;
+/** how much worse than the foundation a figure may read before it counts as a regression (run-to-run noise) */
+const NOISE = 1.1;
+
+/** chat-completions against the foundation: CPU per request and added single-connection p50 */
+function regressionLines(rows: Row[]): string[] {
+  const mark = (ok: boolean) => (ok ? 'not regressed' : '**regressed**');
+  return (['json', 'stream'] as const).flatMap((id) => {
+    const gw = find(rows, id, 'gateway');
+    const direct = find(rows, id, 'direct');
+    if (!gw || !direct) return [];
+    const base = FOUNDATION[id];
+    const addedMs = gw.singleMs - direct.singleMs;
+    const ok = gw.cpuMicrosPerReq <= base.cpuMicrosPerReq * NOISE && addedMs <= base.addedSingleMs * NOISE;
+    return [
+      `- chat-completions ${gw.scenario.title} against the foundation (${base.cpuMicrosPerReq} µs CPU/req, +${base.addedSingleMs} ms 1-conn): ${f(gw.cpuMicrosPerReq, 1)} µs, +${f(addedMs, 3)} ms: ${mark(ok)}`,
+    ];
+  });
+}
+
+/** Per stream scenario: what the gateway and nginx add to the first byte and to each event. */
+function streamLines(rows: Row[]): string[] {
+  return rows.flatMap((gw) => {
+    const stream = gw.scenario.stream;
+    const direct = find(rows, gw.scenario.id, 'direct');
+    if (gw.target !== 'gateway' || !stream || !direct) return [];
+    const nginx = find(rows, gw.scenario.id, 'nginx');
+    const figures = (r: Row) =>
+      `+${f(r.firstByteMs - direct.firstByteMs, 3)} ms to first byte, +${f(addedPerEvent(r, direct, stream.events), 1)} µs per event (+${f(addedPerLaterEvent(r, direct, stream.events), 1)} after the first), ${f(r.cpuMicrosPerReq / stream.events, 1)} µs CPU per event`;
+    return [`- ${gw.scenario.title} (${stream.family}), gateway: ${figures(gw)}${nginx ? `; nginx: ${figures(nginx)}` : ''}`];
+  });
 }
 
 /** The issue's performance budget, checked against this run. */
@@ -63,7 +138,7 @@ export function budgetLines(rows: Row[]): string[] {
   if (nginxJson && directJson) {
     out.push(`- Reference, nginx on small JSON: ${f(nginxJson.cpuMicrosPerReq, 1)} µs CPU per request, +${f(nginxJson.singleMs - directJson.singleMs, 3)} ms single-connection (the issue quotes 17 µs, +0.04 ms)`);
   }
-  return out;
+  return [...out, ...regressionLines(rows), ...streamLines(rows)];
 }
 
 /**

@@ -3,11 +3,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { placement, pinSelf, cpuMicros, type Placement } from './procs.js';
-import { budgetLines, resultsTable, writeSection, type Failure, type Row } from './report.js';
-import { PATH, SCENARIOS, type Scenario } from './scenarios.js';
-import { rawRequest, singleConnectionMedian } from './single-connection.js';
-import { checkReply, load } from './load.js';
-import { nginxVersion, REQUEST_HEADERS, startGatewayProcess, startNginx, startUpstream, type Target } from './targets.js';
+import { budgetLines, resultsTable, streamTable, writeSection, type Failure, type Row } from './report.js';
+import { SCENARIOS, type Scenario } from './scenarios.js';
+import { singleConnections } from './single-connection.js';
+import { checkReply, load, requestBytes } from './load.js';
+import { nginxVersion, startGatewayProcess, startNginx, startUpstream, type Target } from './targets.js';
 
 /**
  * `npm run bench`: the fake upstream direct, through the gateway and through
@@ -17,7 +17,8 @@ import { nginxVersion, REQUEST_HEADERS, startGatewayProcess, startNginx, startUp
  * BENCH_WARMUP     discarded warm-up seconds per cell (default 2)
  * BENCH_CONNECTIONS  autocannon connections (default 50)
  * BENCH_LATENCY_REQUESTS  sequential requests for the single-connection median (default 1000)
- * BENCH_ONLY       comma list of scenarios (json, stream, body32k) and/or targets
+ * BENCH_ONLY       comma list of scenarios (json, stream, body32k, messages-stream,
+ *                  converse-stream) and/or targets
  *                  (direct, gateway, nginx) to run; a partial run does not touch the docs
  * BENCH_FROM_SOURCE=1  run the gateway from src/ through tsx instead of dist/
  */
@@ -59,7 +60,10 @@ function ensureNginx(): void {
   execFileSync('apt-get', ['install', '-y', 'nginx'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
 }
 
-async function measure(target: Target, scenario: Scenario): Promise<Row | string> {
+type LoadFigures = Omit<Row, 'singleMs' | 'firstByteMs' | 'afterFirstByteMs'>;
+
+/** The reply check, then warm-up and measured load: req/s, percentiles, CPU per request. */
+async function underLoad(target: Target, scenario: Scenario): Promise<LoadFigures | string> {
   const problem = await checkReply(target, scenario);
   if (problem) return problem;
   await load(target, scenario, config.warmup, config.connections);
@@ -68,8 +72,6 @@ async function measure(target: Target, scenario: Scenario): Promise<Row | string
   const cpu = cpuMicros(target.pid) - cpuBefore;
   if (result.non2xx > 0 || result.errors > 0) return `${result.non2xx} non-2xx replies and ${result.errors} errors under load`;
   const requests = result['2xx'];
-  const request = rawRequest(PATH, REQUEST_HEADERS, scenario.body);
-  const singleMs = await singleConnectionMedian(target.port, request, config.latencyRequests, Math.min(200, config.latencyRequests));
   return {
     scenario,
     target: target.id,
@@ -77,9 +79,34 @@ async function measure(target: Target, scenario: Scenario): Promise<Row | string
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     cpuMicrosPerReq: cpu / requests,
-    singleMs,
     requests,
   };
+}
+
+/** Every target under load in turn, then the single-connection timings of those that passed, interleaved. */
+async function measure(scenario: Scenario, targets: Target[], failures: Failure[]): Promise<Row[]> {
+  const measured: { target: Target; figures: LoadFigures }[] = [];
+  for (const target of targets) {
+    process.stdout.write(`${scenario.id} / ${target.id} … `);
+    const outcome = await underLoad(target, scenario);
+    if (typeof outcome === 'string') {
+      failures.push({ scenario: scenario.id, target: target.id, reason: outcome });
+      process.stdout.write(`FAILED: ${outcome}\n`);
+      continue;
+    }
+    measured.push({ target, figures: outcome });
+    process.stdout.write(`${outcome.reqPerSec.toFixed(0)} req/s, ${outcome.cpuMicrosPerReq.toFixed(1)} µs CPU/req\n`);
+  }
+  const single = await singleConnections(
+    measured.map(({ target }) => ({ port: target.port, request: requestBytes(target, scenario) })),
+    config.latencyRequests,
+    Math.min(200, config.latencyRequests),
+  );
+  return measured.map(({ target, figures }, i) => {
+    const s = single[i]!;
+    process.stdout.write(`${scenario.id} / ${target.id} 1-conn p50 ${s.totalMs.toFixed(3)} ms, TTFB ${s.firstByteMs.toFixed(3)} ms\n`);
+    return { ...figures, singleMs: s.totalMs, firstByteMs: s.firstByteMs, afterFirstByteMs: s.afterFirstByteMs };
+  });
 }
 
 function machine(place: Placement, loadAtStart: number[]): string {
@@ -90,20 +117,33 @@ function machine(place: Placement, loadAtStart: number[]): string {
     `- Node ${process.version}; ${nginxVersion()}; autocannon ${autocannonVersion}; gateway ${config.fromSource ? 'from src/ through tsx' : 'built, dist/src/main.js'}`,
     `- Pinning (taskset): load generator on CPU ${place.loadgen ?? 'any'}, gateway and nginx on CPU ${place.target ?? 'any'}, fake upstream on CPU ${place.upstream ?? 'any'}`,
     `- Load average when the run started: ${loadAtStart.map((x) => x.toFixed(2)).join(' ')} (other work on the box inflates req/s noise and single-connection times more than CPU per request)`,
-    `- ${config.connections} connections, ${config.warmup} s warm-up discarded, ${config.duration} s measured per cell; single-connection median of ${config.latencyRequests} sequential requests`,
+    `- ${config.connections} connections, ${config.warmup} s warm-up discarded, ${config.duration} s measured per cell; single-connection medians of ${config.latencyRequests} sequential requests per target`,
   ].join('\n');
 }
 
-const METHOD = `Method. One fake OpenAI upstream (bench/fake-upstream.ts, native uWebSockets.js, prebuilt replies) serves all three targets:
-**direct** (the fake itself), **gateway** (one replica, GW_WORKERS=1, built \`dist/\`, a bootstrapped org and developer key,
-a pass-through provider key, info logs written to a file, metrics and accounting on) and **nginx** (one worker, an upstream
-keep-alive pool, \`proxy_buffering off\` as a streaming relay needs, access log on with a 64 KB buffer).
+const METHOD = `Method. One fake upstream (bench/fake-upstream.ts, native uWebSockets.js, prebuilt replies) speaks each vendor's wire format
+(OpenAI chat completions, Messages SSE, ConverseStream's AWS event stream with valid CRCs) and serves all three targets:
+**direct** (the fake itself, on the vendor's paths), **gateway** (one replica, GW_WORKERS=1, built \`dist/\`, a bootstrapped org and developer key,
+a pass-through provider key, GW_UPSTREAM_OPENAI/MSGVENDOR/CLOUDY pointed at the fake, info logs written to a file, metrics and accounting on)
+and **nginx** (one worker, an upstream keep-alive pool, \`proxy_buffering off\` as a streaming relay needs, the gateway's \`/msgvendor/\`
+and \`/cloudy/\` prefixes stripped as the gateway strips them, access log on with a 64 KB buffer).
+Every reply is checked once before a cell is measured (a stream's events in order; every event-stream frame decoded, both CRCs verified).
 Load: autocannon (settings above). *CPU µs/req* is the target process's utime+stime from /proc/<pid>/stat over the measured
 run divided by the 2xx replies (for nginx, master plus worker; for the gateway, the gateway process only, not the fake);
-*p50/p99* are autocannon's, at its 1 ms resolution; *1-conn p50* is the median round trip of sequential requests on one keep-alive connection from a raw-socket client.
-The stream scenario's upstream writes each of its 20 chunks (and the usage chunk) in its own event-loop turn.
+*p50/p99* are autocannon's, at its 1 ms resolution. The single-connection figures come from a raw-socket client sending sequential
+requests on one keep-alive connection per target, timed from the moment a request is handed to the socket: *1-conn p50* to the end
+of the reply, *TTFB* to the first byte of the reply (status line included); both are medians, "added" is the target's median minus
+direct's. The targets of a scenario take turns in 10 slices of these requests, so background load weighs on each alike.
+Each stream writes one event per event-loop turn (the chat stream: 20 chunks, the usage chunk and \`[DONE]\`).
 Pinning caveat: on 2 cores the fake upstream shares the servers' core, so proxied req/s includes the fake's work;
 CPU per request and single-connection latency, the figures that hold on a noisy box, are unaffected by that.`;
+
+const STREAM_METHOD = `Streams, one per surface family (SSE: chat completions and messages; event-stream: ConverseStream), from the same run.
+*added TTFB* and *added 1-conn* are the proxy's single-connection medians (first byte; whole reply) minus direct's; *added µs/event*
+divides the added whole-reply time by the events the upstream writes; *added µs/later event* divides the added time from the first
+byte to the end by the events after the first, the relay's own per-event latency on top of the upstream's pace (a proxy whose first
+byte is late finds later events already waiting, so read it beside added TTFB). *CPU µs/event* is the proxy's CPU per request
+divided by the events (so it includes the per-request work spread over the stream).`;
 
 const SKELETON = '# Performance\n';
 
@@ -123,32 +163,21 @@ async function main(): Promise<void> {
     if (wanted.includes('gateway')) started.push(await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir, fromSource: config.fromSource }));
     if (wanted.includes('nginx')) started.push(await startNginx(place.target, upstream.port, workDir));
     const targets = started.filter((t) => wanted.includes(t.id));
-    for (const scenario of scenarios) {
-      for (const target of targets) {
-        process.stdout.write(`${scenario.id} / ${target.id} … `);
-        const outcome = await measure(target, scenario);
-        if (typeof outcome === 'string') {
-          failures.push({ scenario: scenario.id, target: target.id, reason: outcome });
-          process.stdout.write(`FAILED: ${outcome}\n`);
-          continue;
-        }
-        rows.push(outcome);
-        process.stdout.write(`${outcome.reqPerSec.toFixed(0)} req/s, ${outcome.cpuMicrosPerReq.toFixed(1)} µs CPU/req, 1-conn p50 ${outcome.singleMs.toFixed(3)} ms\n`);
-      }
-    }
+    for (const scenario of scenarios) rows.push(...(await measure(scenario, targets, failures)));
   } finally {
     for (const t of started.reverse()) await t.stop();
   }
   rmSync(workDir, { recursive: true, force: true });
 
   const table = resultsTable(rows);
+  const streams = streamTable(rows);
   const budget = budgetLines(rows);
   const failed = failures.map((x) => `- ${x.scenario} / ${x.target} FAILED: ${x.reason}`);
-  process.stdout.write(`\n${table}\n\n${[...budget, ...failed].join('\n')}\n`);
+  process.stdout.write(`\n${table}\n\n${streams}\n\n${[...budget, ...failed].join('\n')}\n`);
   if (partial) {
     process.stdout.write('\n(partial run: docs/performance.md left as it is)\n');
   } else {
-    const section = [`Run of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (\`npm run bench\`).`, '', machine(place, loadAtStart), '', METHOD, '', table, '', ...budget, ...failed].join('\n');
+    const section = [`Run of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (\`npm run bench\`).`, '', machine(place, loadAtStart), '', METHOD, '', table, '', STREAM_METHOD, '', streams, '', ...budget, ...failed].join('\n');
     writeSection(DOC, 'bench', section, SKELETON);
     process.stdout.write(`\nwritten to ${DOC}\n`);
   }

@@ -1,15 +1,33 @@
-import { STREAM_CHUNKS } from './fake-upstream.js';
+import { EventStreamCodec } from '@smithy/eventstream-codec';
+import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import { STREAM_CHUNKS, STREAM_EVENTS } from './fake-upstream.js';
+import { BENCH_DEV_KEY, type Target } from './targets.js';
 
 /** One request shape the bench drives at every target, and how to tell its reply is right. */
 export interface Scenario {
-  id: 'json' | 'stream' | 'body32k';
+  id: 'json' | 'stream' | 'body32k' | 'messages-stream' | 'converse-stream';
   title: string;
+  /** the path on the gateway; nginx maps it to the vendor's path the way the gateway does */
+  path: string;
+  /** the vendor's path, which the direct target is called on */
+  upstreamPath: string;
+  headers: Record<string, string>;
   body: string;
+  /** streams: the wire-format family and how many events the upstream writes, each in its own read */
+  stream?: { family: 'SSE' | 'event-stream'; events: number };
   /** a reason when the reply is not what this scenario expects */
-  problem(body: string): string | undefined;
+  problem(body: Buffer): string | undefined;
 }
 
-export const PATH = '/v1/chat/completions';
+export const pathFor = (target: Target['id'], scenario: Scenario): string => (target === 'direct' ? scenario.upstreamPath : scenario.path);
+
+const CHAT_PATH = '/v1/chat/completions';
+/** the developer key on each surface's own carrier, the vendor key passed through on x-gw-provider-key */
+const CHAT_HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${BENCH_DEV_KEY}`, 'x-gw-provider-key': 'sk-bench-upstream' };
+const MESSAGES_HEADERS = { 'content-type': 'application/json', 'x-api-key': BENCH_DEV_KEY, 'anthropic-version': '2023-06-01', 'x-gw-provider-key': 'sk-ant-bench-upstream' };
+const CONVERSE_HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${BENCH_DEV_KEY}`, 'x-gw-provider-key': 'bench-bedrock-api-key' };
+/** as the Bedrock SDK sends it: the model id in the path, percent-encoded (`:` as %3A), not in the body */
+const CONVERSE_MODEL_PATH = `/model/${encodeURIComponent('anthropic.claude-3-5-sonnet-20240620-v1:0')}/converse-stream`;
 
 function paddedBody(bytes: number): string {
   const shell = (content: string) => JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content }] });
@@ -19,29 +37,91 @@ function paddedBody(bytes: number): string {
   return shell(content);
 }
 
-const isCompletion = (body: string) => (body.includes('"object":"chat.completion"') ? undefined : `not a chat.completion: ${body.slice(0, 160)}`);
+const isCompletion = (body: Buffer) => (body.includes('"object":"chat.completion"') ? undefined : `not a chat.completion: ${body.toString().slice(0, 160)}`);
+
+const differs = (what: string, got: string[], want: string[]) => (got.join(',') === want.join(',') ? undefined : `${what}: expected ${want.join(' ')}, got ${got.join(' ')}`);
+
+function sseEventNames(body: Buffer): string[] {
+  return body
+    .toString()
+    .split('\n\n')
+    .filter((e) => e.startsWith('event: '))
+    .map((e) => e.slice('event: '.length, e.indexOf('\n')));
+}
+
+const codec = new EventStreamCodec(toUtf8, fromUtf8);
+
+/** The :event-type of each frame; decoding checks both CRCs of every frame and throws on a bad one. */
+function eventStreamTypes(body: Buffer): string[] {
+  const types: string[] = [];
+  for (let at = 0; at < body.length; ) {
+    const total = body.readUInt32BE(at);
+    const { headers } = codec.decode(body.subarray(at, at + total));
+    if (headers[':message-type']?.value !== 'event') throw new Error(`frame ${types.length} is not an event: ${String(headers[':message-type']?.value)}`);
+    types.push(String(headers[':event-type']?.value));
+    at += total;
+  }
+  return types;
+}
 
 export const SCENARIOS: Scenario[] = [
   {
     id: 'json',
     title: 'small JSON',
+    path: CHAT_PATH,
+    upstreamPath: CHAT_PATH,
+    headers: CHAT_HEADERS,
     body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Say hello.' }] }),
     problem: isCompletion,
   },
   {
     id: 'stream',
     title: `${STREAM_CHUNKS}-chunk SSE stream`,
+    path: CHAT_PATH,
+    upstreamPath: CHAT_PATH,
+    headers: CHAT_HEADERS,
     body: JSON.stringify({ model: 'gpt-4o', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Say hello.' }] }),
+    stream: { family: 'SSE', events: STREAM_EVENTS.chat },
     problem(body) {
-      const chunks = body.split('\n\n').filter((e) => e.startsWith('data: {')).length;
-      if (chunks !== STREAM_CHUNKS + 1) return `expected ${STREAM_CHUNKS} chunks and a usage chunk, got ${chunks}: ${body.slice(0, 160)}`;
-      return body.includes('data: [DONE]') ? undefined : 'no [DONE]';
+      const text = body.toString();
+      const chunks = text.split('\n\n').filter((e) => e.startsWith('data: {')).length;
+      if (chunks !== STREAM_CHUNKS + 1) return `expected ${STREAM_CHUNKS} chunks and a usage chunk, got ${chunks}: ${text.slice(0, 160)}`;
+      return text.includes('data: [DONE]') ? undefined : 'no [DONE]';
     },
   },
   {
     id: 'body32k',
     title: '32 KB request body',
+    path: CHAT_PATH,
+    upstreamPath: CHAT_PATH,
+    headers: CHAT_HEADERS,
     body: paddedBody(32 * 1024),
     problem: isCompletion,
+  },
+  {
+    id: 'messages-stream',
+    title: `messages SSE stream (${STREAM_EVENTS.messages.length} events)`,
+    path: '/msgvendor/v1/messages',
+    upstreamPath: '/v1/messages',
+    headers: MESSAGES_HEADERS,
+    body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 256, stream: true, messages: [{ role: 'user', content: 'Say hello.' }] }),
+    stream: { family: 'SSE', events: STREAM_EVENTS.messages.length },
+    problem: (body) => differs('messages events', sseEventNames(body), STREAM_EVENTS.messages),
+  },
+  {
+    id: 'converse-stream',
+    title: `ConverseStream event stream (${STREAM_EVENTS.converse.length} frames)`,
+    path: `/cloudy${CONVERSE_MODEL_PATH}`,
+    upstreamPath: CONVERSE_MODEL_PATH,
+    headers: CONVERSE_HEADERS,
+    body: JSON.stringify({ messages: [{ role: 'user', content: [{ text: 'Say hello.' }] }], inferenceConfig: { maxTokens: 256 } }),
+    stream: { family: 'event-stream', events: STREAM_EVENTS.converse.length },
+    problem(body) {
+      try {
+        return differs('converse frames', eventStreamTypes(body), STREAM_EVENTS.converse);
+      } catch (err) {
+        return `not a valid event stream: ${(err as Error).message}`;
+      }
+    },
   },
 ];

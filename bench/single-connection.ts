@@ -12,6 +12,12 @@ export interface Reply {
   body: Buffer;
 }
 
+/** A reply with its timing, in milliseconds from the moment the request was handed to the socket. */
+export interface TimedReply extends Reply {
+  firstByteMs: number;
+  totalMs: number;
+}
+
 const CRLF = Buffer.from('\r\n');
 const HEADER_END = Buffer.from('\r\n\r\n');
 
@@ -60,19 +66,23 @@ function parseReply(buf: Buffer): Reply | undefined {
 
 export class OneConnection {
   private buf: Buffer = Buffer.alloc(0);
-  private waiting: ((r: Reply) => void) | undefined;
+  private waiting: ((r: TimedReply) => void) | undefined;
   private failed: ((e: Error) => void) | undefined;
+  private sentAt = 0;
+  private firstByteAt: number | undefined;
 
   private constructor(private readonly socket: Socket) {
     socket.setNoDelay(true);
     socket.on('data', (d: Buffer) => {
+      const now = performance.now();
+      this.firstByteAt ??= now;
       this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
       const reply = parseReply(this.buf);
       if (!reply || !this.waiting) return;
       this.buf = Buffer.alloc(0);
       const done = this.waiting;
       this.waiting = undefined;
-      done(reply);
+      done({ ...reply, firstByteMs: this.firstByteAt - this.sentAt, totalMs: now - this.sentAt });
     });
     const fail = (e: Error) => this.failed?.(e);
     socket.on('error', fail);
@@ -86,11 +96,13 @@ export class OneConnection {
     });
   }
 
-  send(request: Buffer): Promise<Reply> {
+  send(request: Buffer): Promise<TimedReply> {
     return new Promise((resolve, reject) => {
       this.waiting = resolve;
       this.failed = reject;
+      this.firstByteAt = undefined;
       this.socket.write(request);
+      this.sentAt = performance.now();
     });
   }
 
@@ -109,20 +121,54 @@ const median = (xs: number[]) => {
   return s[Math.floor(s.length / 2)]!;
 };
 
-/** Median round trip in milliseconds of `count` sequential requests, after `warmup` untimed ones. */
-export async function singleConnectionMedian(port: number, request: Buffer, count: number, warmup: number): Promise<number> {
-  const conn = await OneConnection.open(port);
+/** Medians over sequential requests on one connection, in milliseconds. */
+export interface SingleConnection {
+  /** request written to the whole reply read */
+  totalMs: number;
+  /** request written to the first byte of the reply */
+  firstByteMs: number;
+  /** first byte to the end of the reply: the time a stream's later events take */
+  afterFirstByteMs: number;
+}
+
+/** One client of the interleaved measurement: a connection to one target and the request it repeats. */
+interface Timed {
+  conn: OneConnection;
+  request: Buffer;
+  total: number[];
+  first: number[];
+  after: number[];
+}
+
+/** Sequential requests on one connection; each reply must be a 200. */
+async function timeRequests(c: Timed, count: number, record: boolean): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const r = await c.conn.send(c.request);
+    if (r.status !== 200) throw new Error(`status ${r.status}: ${r.body.toString().slice(0, 200)}`);
+    if (!record) continue;
+    c.total.push(r.totalMs);
+    c.first.push(r.firstByteMs);
+    c.after.push(r.totalMs - r.firstByteMs);
+  }
+}
+
+/**
+ * Timings of `count` sequential requests per target (after `warmup` untimed
+ * ones), one keep-alive connection each, taken in `rounds` alternating slices
+ * so that whatever else the machine does meanwhile weighs on every target
+ * alike and cancels out of "added vs direct".
+ */
+export async function singleConnections(targets: { port: number; request: Buffer }[], count: number, warmup: number, rounds = 10): Promise<SingleConnection[]> {
+  const clients: Timed[] = [];
   try {
-    for (let i = 0; i < warmup; i++) await conn.send(request);
-    const times: number[] = [];
-    for (let i = 0; i < count; i++) {
-      const t0 = performance.now();
-      const r = await conn.send(request);
-      times.push(performance.now() - t0);
-      if (r.status !== 200) throw new Error(`status ${r.status}: ${r.body.toString().slice(0, 200)}`);
+    for (const t of targets) clients.push({ conn: await OneConnection.open(t.port), request: t.request, total: [], first: [], after: [] });
+    for (const c of clients) await timeRequests(c, warmup, false);
+    for (let round = 0; round < rounds; round++) {
+      const slice = Math.floor((count * (round + 1)) / rounds) - Math.floor((count * round) / rounds);
+      for (const c of clients) await timeRequests(c, slice, true);
     }
-    return median(times);
+    return clients.map((c) => ({ totalMs: median(c.total), firstByteMs: median(c.first), afterFirstByteMs: median(c.after) }));
   } finally {
-    conn.close();
+    for (const c of clients) c.conn.close();
   }
 }

@@ -26,11 +26,6 @@ async function listening(child: Spawned, port: number): Promise<void> {
 
 /** A fixed, valid developer key (gw_ + 40 base62): the bench's one tenant. */
 export const BENCH_DEV_KEY = `gw_${'BenchKey'.repeat(5)}`;
-export const REQUEST_HEADERS: Record<string, string> = {
-  'content-type': 'application/json',
-  authorization: `Bearer ${BENCH_DEV_KEY}`,
-  'x-gw-provider-key': 'sk-bench-upstream',
-};
 
 export async function startUpstream(cpu: string | undefined): Promise<Target> {
   const port = await freePort();
@@ -69,7 +64,10 @@ export async function startGatewayProcess(cpu: string | undefined, opts: Gateway
     GW_PORT: String(port),
     GW_WORKERS: '1',
     GW_BOOTSTRAP: bootstrap,
+    // one fake speaks every vendor's wire format the bench drives
     GW_UPSTREAM_OPENAI: `http://127.0.0.1:${opts.upstreamPort}`,
+    GW_UPSTREAM_MSGVENDOR: `http://127.0.0.1:${opts.upstreamPort}`,
+    GW_UPSTREAM_CLOUDY: `http://127.0.0.1:${opts.upstreamPort}`,
     GW_LOG_LEVEL: 'info',
     GW_DEFAULT_RPS_CAP: '1000000000',
   };
@@ -103,11 +101,18 @@ http {
   }
   server {
     listen 127.0.0.1:${port};
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_buffering off;
     location / {
       proxy_pass http://fake;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
+    }
+    # the gateway's vendor prefixes, stripped as the gateway strips them
+    location /msgvendor/ {
+      proxy_pass http://fake/;
+    }
+    location /cloudy/ {
+      proxy_pass http://fake/;
     }
   }
 }
@@ -118,7 +123,7 @@ export function nginxVersion(): string {
   return commandOutput('nginx', ['-v']).replace(/^nginx version: /, '');
 }
 
-/** nginx as the reference reverse proxy: one worker, an upstream keep-alive pool, unbuffered like a streaming relay. */
+/** nginx as the reference reverse proxy: one worker, an upstream keep-alive pool, unbuffered like a streaming relay, the gateway's paths. */
 export async function startNginx(cpu: string | undefined, upstreamPort: number, workDir: string): Promise<Target> {
   const dir = join(workDir, 'nginx');
   mkdirSync(dir, { recursive: true });
