@@ -42,7 +42,7 @@ import { SpendCaps } from './tenancy/spend-cap.js';
 import { EmbeddedMeterStore } from './stores/embedded/meter-store.js';
 import type { MeterStore } from './stores/meter.js';
 import { RedisMeterStore } from './stores/redis/meter-store.js';
-import { createLogger, type Logger } from './telemetry/log.js';
+import { createLogger, createLogging, type Logger } from './telemetry/log.js';
 import { createMetrics } from './telemetry/metrics.js';
 import { InspectorRing } from './telemetry/ring.js';
 import { Upstream } from './upstream/client.js';
@@ -82,7 +82,8 @@ function originOverrides(s: Settings): OriginOverrides {
 
 /** One replica: settings → stores → pipeline → routes → the uWS front. */
 export async function startGateway(settings: Settings, opts: StartOptions = {}): Promise<RunningGateway> {
-  const log = createLogger(settings.GW_LOG_LEVEL, opts.logDestination);
+  const logging = createLogging(settings.GW_LOG_LEVEL, opts.logDestination);
+  const log = logging.log;
   const { uws, native } = loadUws(settings.GW_ALLOW_UWS_FALLBACK === '1');
   if (!native) log.warn('running on the uWebSockets.js JS fallback: GW_ALLOW_UWS_FALLBACK=1');
   const metrics = createMetrics();
@@ -176,6 +177,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     maxBodyBytes: settings.GW_MAX_BODY_BYTES,
     requestDeadlineMs: settings.GW_REQUEST_DEADLINE_S * 1000,
     log,
+    accessLog: logging.access,
     metrics,
   });
   inFlight = () => front.inFlight;
@@ -198,7 +200,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       docReader?.close();
       await meter.close();
       metrics.loopDelay.disable();
-      log.flush();
+      logging.flush();
     },
   };
 }

@@ -17,6 +17,8 @@ export interface FrontOptions {
   maxBodyBytes: number;
   requestDeadlineMs: number;
   log: Logger;
+  /** one line per answered request; carries only gateway-set scalars */
+  accessLog: Logger;
   metrics: Metrics;
 }
 
@@ -38,7 +40,7 @@ const hasControlBytes = (v: string): boolean => v.includes('\r') || v.includes('
  * only module that holds a uWS response object.
  */
 export function createFront(opts: FrontOptions): Front {
-  const { uws, log, metrics } = opts;
+  const { uws, log, accessLog, metrics } = opts;
   const router = new Router(opts.routes);
   const app: TemplatedApp = uws.App();
   let listenSocket: us_listen_socket | undefined;
@@ -59,9 +61,8 @@ export function createFront(opts: FrontOptions): Front {
       const seconds = state.stages.elapsedMs / 1000;
       const status = sink.aborted && !sink.started ? 499 : sink.status;
       const surface = state.surface;
-      metrics.requests.inc({ surface, status, provider: sink.meta.provider ?? 'none' });
-      metrics.duration.observe({ surface }, seconds);
-      log.info(
+      metrics.countAnswer(surface, status, sink.meta.provider ?? 'none', seconds);
+      accessLog.info(
         {
           req_id: state.id,
           method: state.method,
@@ -75,7 +76,6 @@ export function createFront(opts: FrontOptions): Front {
         },
         'request',
       );
-      if (!state.controller.signal.aborted) state.controller.abort();
     },
   };
 

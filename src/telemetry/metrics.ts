@@ -18,6 +18,8 @@ export function createMetrics() {
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
   let poolStats: () => PoolStats[] = () => [];
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  const answerCounters = new Map<string, { inc(): void }>();
+  const durationBySurface = new Map<string, { observe(v: number): void }>();
   loopDelay.enable();
 
   const m = {
@@ -105,6 +107,22 @@ export function createMetrics() {
         m.tokens.inc({ provider, kind: 'cached' }, usage.cached_tokens);
       }
       if (costUsd > 0) m.costUsd.inc({ provider }, costUsd);
+    },
+    /** counts one answer; label children are cached, since hashing label objects per request shows in profiles */
+    countAnswer(surface: string, status: number, provider: string, seconds: number) {
+      const key = `${surface}\u0000${status}\u0000${provider}`;
+      let counter = answerCounters.get(key);
+      if (counter === undefined) {
+        counter = m.requests.labels(surface, String(status), provider);
+        answerCounters.set(key, counter);
+      }
+      counter.inc();
+      let histogram = durationBySurface.get(surface);
+      if (histogram === undefined) {
+        histogram = m.duration.labels(surface);
+        durationBySurface.set(surface, histogram);
+      }
+      histogram.observe(seconds);
     },
     setPoolStatsSource(fn: () => PoolStats[]) {
       poolStats = fn;
