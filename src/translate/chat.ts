@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors.js';
-import type { ChatRequest, ReplyContext } from './types.js';
+import type { ChatRequest, ReplyContext, ReplyTransform, StreamTransform } from './types.js';
 
 /**
  * The chat-completions side of every translation: the request read into a
@@ -45,7 +45,8 @@ export interface ChatCall {
   user: string | undefined;
 }
 
-const bad = (field: string, message: string): GatewayError => new GatewayError('request_error', `${field}: ${message}`, { fields: { field } });
+/** A 400 naming the field the translation cannot carry. */
+export const bad = (field: string, message: string): GatewayError => new GatewayError('request_error', `${field}: ${message}`, { fields: { field } });
 
 /** Parameters every translation reads (or that never change what the model does). */
 const READ = new Set(['model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'user']);
@@ -394,3 +395,15 @@ export class ChunkWriter {
     return this.failed;
   }
 }
+
+/** The reply side of a translation: every target answers in chat-completions JSON and SSE. */
+export const chatReply = (r: Omit<ReplyTransform, 'streamContentType'>): ReplyTransform => ({ streamContentType: 'text/event-stream; charset=utf-8', ...r });
+
+/** A stream transform from a scanner of the vendor's framing that feeds `w` as it reads. */
+export const chunkStream = (scanner: { push(chunk: Buffer): void }, w: ChunkWriter): StreamTransform => ({
+  push(chunk) {
+    scanner.push(chunk);
+    return w.take();
+  },
+  end: () => w.end(),
+});

@@ -1,12 +1,14 @@
 import type { Message } from '@smithy/eventstream-codec';
 import { toUtf8 } from '@smithy/util-utf8';
-import { GatewayError } from '../errors.js';
 import type { Location } from '../providers/adapter.js';
 import { encodeModelId, isAwsRegion } from '../providers/cloudy.js';
 import { EventStreamScanner } from '../providers/eventstream.js';
 import { num } from '../providers/sse.js';
 import {
   alternate,
+  bad,
+  chatReply,
+  chunkStream,
   ChunkWriter,
   completion,
   errorBody,
@@ -21,14 +23,12 @@ import {
   type ChatUsage,
   type FinishReason,
 } from './chat.js';
-import type { ChatRequest, ReplyContext, ReplyTransform, StreamTransform, TranslatedCall } from './types.js';
+import type { ChatRequest, ReplyContext, StreamTransform, TranslatedCall } from './types.js';
 
 /** Chat completions ⇄ Bedrock Converse / ConverseStream (cloudy). */
 
 type Block = Record<string, unknown>;
 type Turn = { role: 'user' | 'assistant'; blocks: Block[] };
-
-const bad = (field: string, message: string) => new GatewayError('request_error', `${field}: ${message}`, { fields: { field } });
 
 const IMAGE_FORMATS: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
@@ -181,13 +181,7 @@ function replyStream(ctx: ReplyContext): StreamTransform {
     }
   };
   const scanner = new EventStreamScanner(() => true, onMessage);
-  return {
-    push(chunk) {
-      scanner.push(chunk);
-      return w.take();
-    },
-    end: () => w.end(),
-  };
+  return chunkStream(scanner, w);
 }
 
 function region(headers: Readonly<Record<string, string>>): Location {
@@ -201,12 +195,7 @@ function region(headers: Readonly<Record<string, string>>): Location {
 export function toConverse(body: ChatRequest, ctx: ReplyContext, headers: Readonly<Record<string, string>>): TranslatedCall {
   const call = readChatCall(body, 'cloudy');
   const method = call.stream ? 'converse-stream' : 'converse';
-  const reply: ReplyTransform = {
-    streamContentType: 'text/event-stream; charset=utf-8',
-    json: (r) => replyJson(ctx, r),
-    error: replyError,
-    stream: () => replyStream(ctx),
-  };
+  const reply = chatReply({ json: (r) => replyJson(ctx, r), error: replyError, stream: () => replyStream(ctx) });
   return {
     provider: 'cloudy',
     location: region(headers),

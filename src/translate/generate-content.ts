@@ -1,7 +1,9 @@
-import { GatewayError } from '../errors.js';
 import { SseScanner, num } from '../providers/sse.js';
 import {
   alternate,
+  bad,
+  chatReply,
+  chunkStream,
   ChunkWriter,
   completion,
   errorBody,
@@ -17,7 +19,7 @@ import {
   type ChatUsage,
   type FinishReason,
 } from './chat.js';
-import type { ChatRequest, ReplyContext, ReplyTransform, StreamTransform, TranslatedCall } from './types.js';
+import type { ChatRequest, ReplyContext, StreamTransform, TranslatedCall } from './types.js';
 
 /** Chat completions ⇄ Gemini generateContent (genvendor). */
 
@@ -26,8 +28,6 @@ type Turn = { role: 'user' | 'model'; blocks: Part[] };
 
 /** a model name as one path segment: nothing that could reshape the vendor path */
 const MODEL = /^[A-Za-z0-9][A-Za-z0-9._@-]*$/;
-
-const bad = (field: string, message: string) => new GatewayError('request_error', `${field}: ${message}`, { fields: { field } });
 
 function part(p: ChatPart, field: string): Part {
   if (p.kind === 'text') return { text: p.text };
@@ -179,13 +179,7 @@ function replyStream(ctx: ReplyContext): StreamTransform {
     for (const call of found) w.toolCall({ index: calls++, id: call.id, name: call.name, arguments: call.arguments });
     if (c.finishReason !== undefined) w.finish(finishOf(c.finishReason, calls > 0));
   });
-  return {
-    push(chunk) {
-      scanner.push(chunk);
-      return w.take();
-    },
-    end: () => w.end(),
-  };
+  return chunkStream(scanner, w);
 }
 
 /** A chat-completions call as a generateContent call, and its reply back. */
@@ -193,12 +187,7 @@ export function toGenerateContent(body: ChatRequest, ctx: ReplyContext): Transla
   const call = readChatCall(body, 'genvendor');
   const model = call.model.replace(/^models\//, '');
   if (!MODEL.test(model)) throw bad('model', `not a genvendor model name: ${JSON.stringify(call.model)}`);
-  const reply: ReplyTransform = {
-    streamContentType: 'text/event-stream; charset=utf-8',
-    json: (r) => replyJson(ctx, r),
-    error: (status, b) => replyError(status, b),
-    stream: () => replyStream(ctx),
-  };
+  const reply = chatReply({ json: (r) => replyJson(ctx, r), error: replyError, stream: () => replyStream(ctx) });
   return {
     provider: 'genvendor',
     path: call.stream ? `/v1beta/models/${model}:streamGenerateContent?alt=sse` : `/v1beta/models/${model}:generateContent`,

@@ -1,6 +1,8 @@
 import { SseScanner, num } from '../providers/sse.js';
 import {
   alternate,
+  chatReply,
+  chunkStream,
   ChunkWriter,
   completion,
   errorBody,
@@ -15,7 +17,7 @@ import {
   type ChatUsage,
   type FinishReason,
 } from './chat.js';
-import type { ChatRequest, ReplyContext, ReplyTransform, StreamTransform, TranslatedCall } from './types.js';
+import type { ChatRequest, ReplyContext, StreamTransform, TranslatedCall } from './types.js';
 
 /** Chat completions ⇄ the Anthropic Messages API (msgvendor). */
 
@@ -171,24 +173,13 @@ function replyStream(ctx: ReplyContext): StreamTransform {
       }
     }
   });
-  return {
-    push(chunk) {
-      scanner.push(chunk);
-      return w.take();
-    },
-    end: () => w.end(),
-  };
+  return chunkStream(scanner, w);
 }
 
 /** A chat-completions call as a Messages call, and its reply back. */
 export function toMessages(body: ChatRequest, ctx: ReplyContext, defaultMaxTokens: number): TranslatedCall {
   const call = readChatCall(body, 'msgvendor');
-  const reply: ReplyTransform = {
-    streamContentType: 'text/event-stream; charset=utf-8',
-    json: (r) => replyJson(ctx, r),
-    error: (status, b) => replyError(status, b),
-    stream: () => replyStream(ctx),
-  };
+  const reply = chatReply({ json: (r) => replyJson(ctx, r), error: replyError, stream: () => replyStream(ctx) });
   return {
     provider: 'msgvendor',
     path: '/v1/messages',
