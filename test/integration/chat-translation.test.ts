@@ -192,6 +192,19 @@ describe('chat completions translated to msgvendor (Anthropic Messages)', () => 
     );
   });
 
+  it("uses the tenant's stored msgvendor key when none is presented", async () => {
+    const stored = await fetch(`${gw.url}/api/v1/vendor_key/create`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${devKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ provider: 'msgvendor', api_key: 'sk-ant-stored-0001' }),
+    });
+    assert.equal(stored.status, 200);
+    const n = fake.received.length;
+    const reply = await client({}).chat.completions.create({ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(reply.choices[0]?.message.content, 'Hello from the fake.');
+    assert.equal(fake.received[n]?.headers['x-api-key'], 'sk-ant-stored-0001');
+  });
+
   it('a vendor key on Authorization goes to the vendor as its API key', async () => {
     const n = fake.received.length;
     await new OpenAI({ apiKey: 'sk-ant-direct', baseURL: `${gw.url}/v1`, defaultHeaders: { 'x-gw-key': devKey }, maxRetries: 0 }).chat.completions.create({
