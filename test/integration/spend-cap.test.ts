@@ -66,11 +66,10 @@ for (const kind of STORES) {
     });
 
     it('lets a reservation lapse when nobody renews it, and keeps a renewed one', async () => {
-      assert.equal((await reserve('b3', 'crashed', 0.5, 1, 150)).admitted, true);
-      assert.equal((await reserve('b3', 'alive', 0.5, 1, 150)).admitted, true);
-      await sleep(80);
+      assert.equal((await reserve('b3', 'crashed', 0.5, 1, 200)).admitted, true);
+      assert.equal((await reserve('b3', 'alive', 0.5, 1, 200)).admitted, true);
       await meter.renew('b3', ['alive'], 60_000);
-      await sleep(120);
+      await sleep(300);
       const r = await reserve('b3', 'next', 0.5);
       assert.equal(r.admitted, true, 'the crashed replica\'s reservation lapsed');
       assert.equal((await reserve('b3', 'more', 0.1)).admitted, false, 'the renewed one still holds');
@@ -81,15 +80,18 @@ for (const kind of STORES) {
       assert.equal(results.filter((r) => r.admitted).length, 33);
     });
 
-    it('grants tokens up to capacity, then refills at the rate', async () => {
-      const spec = { rate: 100, capacity: 5 };
-      assert.deepEqual(await meter.take('t1', 3, spec), { granted: 3, waitMs: 0 });
-      const second = await meter.take('t1', 3, spec);
+    it('grants tokens up to capacity, then refills at the rate, never past capacity', async () => {
+      // 1 token/s: nothing refills between the two takes, even on a loaded machine
+      const slow = { rate: 1, capacity: 5 };
+      assert.deepEqual(await meter.take('t1', 3, slow), { granted: 3, waitMs: 0 });
+      const second = await meter.take('t1', 3, slow);
       assert.equal(second.granted, 2);
-      assert.ok(second.waitMs > 0 && second.waitMs <= 10, `waitMs ${second.waitMs}`);
-      await sleep(60);
-      const third = await meter.take('t1', 10, spec);
-      assert.equal(third.granted, 5, 'refilled to capacity, never past it');
+      assert.ok(second.waitMs > 0 && second.waitMs <= 1000, `waitMs ${second.waitMs}`);
+      // 1000 tokens/s: 50 ms would make 50, the bucket keeps 5
+      const fast = { rate: 1000, capacity: 5 };
+      assert.equal((await meter.take('t2', 5, fast)).granted, 5);
+      await sleep(50);
+      assert.equal((await meter.take('t2', 100, fast)).granted, 5);
     });
   });
 }
