@@ -7,11 +7,13 @@ import { converseStreamUsage, converseUsage } from '../../src/providers/usage/co
 import { converseStreamFrames } from '../fakes/bedrock.js';
 
 const STREAM = Buffer.concat(converseStreamFrames());
-const EXPECTED = { input_tokens: 12, output_tokens: 6, cached_tokens: 3 };
+// the fake stream reports inputTokens 12 and cacheReadInputTokens 3: a 15-token prompt
+const EXPECTED = { input_tokens: 15, output_tokens: 6, cached_tokens: 3 };
 
 describe('converse usage', () => {
   it('reads usage of a Converse reply', () => {
-    assert.deepEqual(converseUsage({ usage: { inputTokens: 7, outputTokens: 2, totalTokens: 9, cacheReadInputTokens: 4 } }), { input_tokens: 7, output_tokens: 2, cached_tokens: 4 });
+    // inputTokens excludes cache reads and writes: the prompt is the sum, so cached tokens are never subtracted from the uncached part
+    assert.deepEqual(converseUsage({ usage: { inputTokens: 7, outputTokens: 2, totalTokens: 13, cacheReadInputTokens: 4, cacheWriteInputTokens: 2 } }), { input_tokens: 13, output_tokens: 2, cached_tokens: 4 });
     assert.equal(converseUsage({ output: {} }), undefined);
   });
 

@@ -3,10 +3,16 @@ import { EventStreamScanner } from '../eventstream.js';
 import { num } from '../sse.js';
 import type { StreamUsageReader, Usage } from '../types.js';
 
+/** Converse counts cache reads and writes apart from `inputTokens`; the prompt is all three. */
 function usageOf(u: unknown): Usage | undefined {
   if (typeof u !== 'object' || u === null) return undefined;
   const r = u as Record<string, unknown>;
-  return { input_tokens: num(r['inputTokens']), output_tokens: num(r['outputTokens']), cached_tokens: num(r['cacheReadInputTokens']) };
+  const cached = num(r['cacheReadInputTokens']);
+  return {
+    input_tokens: num(r['inputTokens']) + cached + num(r['cacheWriteInputTokens']),
+    output_tokens: num(r['outputTokens']),
+    cached_tokens: cached,
+  };
 }
 
 /** `usage` of a Converse reply. */
