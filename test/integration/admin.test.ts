@@ -93,7 +93,8 @@ for (const makeDeployment of [redisDeployment, embeddedDeployment]) {
         await post(gw.url, '/api/v1/admin/orgs', { org_id: 'keyholder' });
         const { body } = await post(gw.url, '/api/v1/admin/dev_keys', { org_id: 'keyholder' });
         const devKey = body['api_key'] as string;
-        for (const headers of [{}, { authorization: `Bearer ${devKey}` }, { 'x-gw-key': devKey }, { authorization: 'Bearer wrong-admin-key-0123456789' }, { 'x-gw-admin-key': `${ADMIN_KEY}x` }, { authorization: ADMIN_KEY }]) {
+        const presented: Array<Record<string, string>> = [{}, { authorization: `Bearer ${devKey}` }, { 'x-gw-key': devKey }, { authorization: 'Bearer wrong-admin-key-0123456789' }, { 'x-gw-admin-key': `${ADMIN_KEY}x` }, { authorization: ADMIN_KEY }];
+        for (const headers of presented) {
           const r = await post(gw.url, '/api/v1/admin/orgs', { org_id: 'intruder' }, headers);
           assert.equal(r.status, 403, JSON.stringify(headers));
           assert.equal(errorOf(r).type, 'invalid_admin_key');
@@ -268,7 +269,8 @@ describe('admin routes without GW_ADMIN_KEY', () => {
   it('answer 403 invalid_admin_key whatever is presented', async () => {
     const gw = await startTestGateway({ env: { GW_ADMIN_KEY: '' } });
     after(() => gw.close());
-    for (const headers of [{}, { authorization: `Bearer ${ADMIN_KEY}` }, { 'x-gw-admin-key': '' }]) {
+    const presented: Array<Record<string, string>> = [{}, { authorization: `Bearer ${ADMIN_KEY}` }, { 'x-gw-admin-key': '' }];
+    for (const headers of presented) {
       const r = await post(gw.url, '/api/v1/admin/orgs', { org_id: 'nope' }, headers);
       assert.equal(r.status, 403);
       assert.equal(errorOf(r).type, 'invalid_admin_key');
