@@ -60,7 +60,7 @@ export interface ResponseSink {
    * status line, its in-band error event after it.
    */
   fail(err: unknown, extraHeaders?: HeaderList): void;
-  /** client went away (also reflected in the request's signal) */
+  /** client went away, or the gateway gave up on the request (deadline); also reflected in the request's signal */
   onAbort(cb: () => void): void;
 }
 

@@ -1,10 +1,10 @@
 import { GatewayError } from '../errors.js';
 import type { GatewayRequest, HeaderList, ResponseSink } from '../http/types.js';
 import type { ProviderAdapter } from '../providers/adapter.js';
-import type { UpstreamRequest, Usage } from '../providers/types.js';
+import type { StreamUsageReader, UpstreamRequest, Usage } from '../providers/types.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { ReplyTransform, StreamTransform } from '../translate/types.js';
-import { failureKind, type Upstream } from '../upstream/client.js';
+import { failureKind, type Upstream, type UpstreamCall, type UpstreamSink } from '../upstream/client.js';
 import { relayResponseHeaders } from './forward-headers.js';
 
 export interface RelayLimits {
@@ -25,9 +25,6 @@ const STREAM_TYPES = ['text/event-stream', 'application/vnd.amazon.eventstream']
 const isStream = (contentType: string | string[] | undefined): boolean =>
   typeof contentType === 'string' && STREAM_TYPES.some((t) => contentType.startsWith(t));
 
-/** The vendor's headers with the content-type of the translated reply in place of its own. */
-const retyped = (headers: HeaderList, contentType: string): HeaderList => [...headers.filter(([k]) => k !== 'content-type'), ['content-type', contentType]];
-
 /**
  * Sends one request upstream and relays the answer: a stream chunk by chunk
  * with backpressure and idle/deadline timers, anything else buffered so a 2xx
@@ -37,7 +34,7 @@ const retyped = (headers: HeaderList, contentType: string): HeaderList => [...he
  * one the bytes pass untouched.
  */
 export function relay(
-  deps: { upstream: Upstream; metrics: Metrics; limits: RelayLimits },
+  deps: RelayDeps,
   req: GatewayRequest,
   res: ResponseSink,
   provider: ProviderAdapter,
@@ -45,123 +42,168 @@ export function relay(
   gatewayHeaders: HeaderList,
   transform?: ReplyTransform,
 ): Promise<RelayOutcome> {
-  return new Promise((resolve) => {
-    const started = performance.now();
-    req.stages.begin(`upstream_${provider.id}`);
-    let status = 0;
-    let upstreamMs = 0;
-    let mode: 'pending' | 'stream' | 'buffer' = 'pending';
-    const parts: Buffer[] = [];
-    let size = 0;
-    const reader = provider.streamUsage();
-    let idle: NodeJS.Timeout | undefined;
-    let deadline: NodeJS.Timeout | undefined;
-    let settled = false;
-    let pendingHeaders: HeaderList | undefined;
-    let upstreamHeaders: Record<string, string | string[] | undefined> = {};
-    let translator: StreamTransform | undefined;
+  return new Promise((resolve) => new RelayExchange(deps, req, res, provider, gatewayHeaders, transform, resolve).start(request));
+}
 
-    const settle = (outcome: Omit<RelayOutcome, 'upstreamMs' | 'streamed'>) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(idle);
-      clearTimeout(deadline);
-      req.signal.removeEventListener('abort', onAbort);
-      req.stages.end();
-      resolve({ ...outcome, upstreamMs, streamed: mode === 'stream' });
-    };
+interface RelayDeps {
+  upstream: Upstream;
+  metrics: Metrics;
+  limits: RelayLimits;
+}
 
-    const timeOut = (reason: 'idle' | 'deadline', message: string) => {
-      deps.metrics.streamTimeouts.inc({ reason });
-      const err = new GatewayError('gateway_timeout', message);
-      res.fail(err);
-      settle({ status, usage: reader.usage(), error: err });
-      // after settling, so the abort's own error callback finds the exchange already ended
-      call.abort(err);
-    };
+/** One relayed call; its methods are the upstream sink, so a call allocates no closures. */
+class RelayExchange implements UpstreamSink {
+  private readonly started = performance.now();
+  private status = 0;
+  private upstreamMs = 0;
+  private mode: 'pending' | 'stream' | 'buffer' = 'pending';
+  private parts: Buffer[] = [];
+  private size = 0;
+  private reader: StreamUsageReader | undefined;
+  private idle: NodeJS.Timeout | undefined;
+  private deadline: NodeJS.Timeout | undefined;
+  private settled = false;
+  private headers: HeaderList = [];
+  private upstreamHeaders: Record<string, string | string[] | undefined> = {};
+  private translator: StreamTransform | undefined;
+  private call: UpstreamCall | undefined;
 
-    const call = deps.upstream.dispatch(request, {
-      onHeaders(s, headers) {
-        status = s;
-        upstreamMs = performance.now() - started;
-        res.meta.upstreamMs = upstreamMs;
-        deps.metrics.upstreamLatency.observe({ provider: provider.id }, upstreamMs / 1000);
-        if (s >= 200 && s < 300 && isStream(headers['content-type'])) {
-          mode = 'stream';
-          translator = transform?.stream();
-          const relayed = transform ? retyped(relayResponseHeaders(headers), transform.streamContentType) : relayResponseHeaders(headers);
-          res.start(s, [...relayed, ...gatewayHeaders, ['x-gw-stage-durations', req.stages.header()]]);
-          idle = setTimeout(() => timeOut('idle', `stream silent for ${deps.limits.streamIdleMs / 1000} s`), deps.limits.streamIdleMs);
-          const left = Math.max(0, deps.limits.streamDeadlineMs - req.stages.elapsedMs);
-          deadline = setTimeout(() => timeOut('deadline', `stream open longer than ${deps.limits.streamDeadlineMs / 1000} s`), left);
-        } else {
-          mode = 'buffer';
-          pendingHeaders = relayResponseHeaders(headers);
-          upstreamHeaders = headers;
-        }
-      },
-      onData(chunk) {
-        if (mode === 'stream') {
-          reader.push(chunk);
-          idle?.refresh();
-          const out = translator ? translator.push(chunk) : chunk;
-          if (out === undefined || res.write(out)) return true;
-          res.onDrain(() => call.resume());
-          return false;
-        }
-        parts.push(chunk);
-        size += chunk.length;
-        return true;
-      },
-      onEnd() {
-        if (mode === 'stream') {
-          res.end(translator?.end());
-          settle({ status, usage: reader.usage() });
-          return;
-        }
-        let body = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size);
-        let usage: Usage | undefined;
-        if (status >= 200 && status < 300) {
-          let json: unknown;
-          try {
-            json = JSON.parse(body.toString('utf8'));
-          } catch {
-            const err = new GatewayError('upstream_truncated', 'the provider answered 2xx with a body that is not valid JSON; not retried, since a retry would be paid twice');
-            deps.metrics.upstreamErrors.inc({ provider: provider.id, kind: 'truncated' });
-            res.fail(err);
-            settle({ status: err.status, usage: undefined, error: err });
-            return;
-          }
-          usage = provider.usageFromJson(json);
-          if (transform) body = transform.json(json);
-        } else if (transform) {
-          body = transform.error(status, body, upstreamHeaders);
-        }
-        const relayed = transform ? retyped(pendingHeaders ?? [], 'application/json') : (pendingHeaders ?? []);
-        res.send(status, [...relayed, ...gatewayHeaders, ['x-gw-stage-durations', req.stages.header()]], body);
-        settle({ status, usage });
-      },
-      onError(err) {
-        const kind = failureKind(err);
-        if (settled) return;
-        if (res.aborted || (kind === 'aborted' && req.signal.aborted)) {
-          settle({ status: 499, usage: reader.usage() });
-          return;
-        }
-        deps.metrics.upstreamErrors.inc({ provider: provider.id, kind });
-        const gwErr =
-          kind === 'timeout'
-            ? new GatewayError('upstream_timeout', `upstream ${provider.id} did not answer in time`, { cause: err })
-            : new GatewayError('upstream_unavailable', `upstream ${provider.id} failed: ${kind}`, { cause: err });
-        res.fail(gwErr);
-        settle({ status: gwErr.status, usage: reader.usage(), error: gwErr });
-      },
-    });
+  constructor(
+    private readonly deps: RelayDeps,
+    private readonly req: GatewayRequest,
+    private readonly res: ResponseSink,
+    private readonly provider: ProviderAdapter,
+    private readonly gatewayHeaders: HeaderList,
+    private readonly transform: ReplyTransform | undefined,
+    private readonly resolve: (o: RelayOutcome) => void,
+  ) {}
 
-    function onAbort() {
-      call.abort();
+  start(request: UpstreamRequest): void {
+    this.req.stages.begin(`upstream_${this.provider.id}`);
+    const call = this.deps.upstream.dispatch(request, this);
+    this.call = call;
+    // the client left, or the gateway gave up on the request (deadline)
+    this.res.onAbort(() => call.abort());
+  }
+
+  onHeaders(status: number, headers: Record<string, string | string[] | undefined>): void {
+    this.status = status;
+    this.upstreamMs = performance.now() - this.started;
+    this.res.meta.upstreamMs = this.upstreamMs;
+    this.deps.metrics.upstreamLatency.observe({ provider: this.provider.id }, this.upstreamMs / 1000);
+    this.headers = relayResponseHeaders(headers);
+    if (status >= 200 && status < 300 && isStream(headers['content-type'])) {
+      this.mode = 'stream';
+      this.reader = this.provider.streamUsage();
+      if (this.transform) {
+        this.translator = this.transform.stream();
+        retype(this.headers, this.transform.streamContentType);
+      }
+      this.res.start(status, this.withGatewayHeaders());
+      const { streamIdleMs, streamDeadlineMs } = this.deps.limits;
+      this.idle = setTimeout(() => this.timeOut('idle', `stream silent for ${streamIdleMs / 1000} s`), streamIdleMs);
+      const left = Math.max(0, streamDeadlineMs - this.req.stages.elapsedMs);
+      this.deadline = setTimeout(() => this.timeOut('deadline', `stream open longer than ${streamDeadlineMs / 1000} s`), left);
+    } else {
+      this.mode = 'buffer';
+      this.upstreamHeaders = headers;
     }
-    if (req.signal.aborted) onAbort();
-    else req.signal.addEventListener('abort', onAbort, { once: true });
-  });
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.mode !== 'stream') {
+      this.parts.push(chunk);
+      this.size += chunk.length;
+      return true;
+    }
+    this.reader?.push(chunk);
+    this.idle?.refresh();
+    const out = this.translator ? this.translator.push(chunk) : chunk;
+    if (out === undefined || this.res.write(out)) return true;
+    this.res.onDrain(() => this.call?.resume());
+    return false;
+  }
+
+  onEnd(): void {
+    if (this.mode === 'stream') {
+      this.res.end(this.translator?.end());
+      this.settle(this.status);
+      return;
+    }
+    const { parts, size, status, transform } = this;
+    let body = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size);
+    let usage: Usage | undefined;
+    if (status >= 200 && status < 300) {
+      let json: unknown;
+      try {
+        json = JSON.parse(body.toString('utf8'));
+      } catch {
+        const err = new GatewayError('upstream_truncated', 'the provider answered 2xx with a body that is not valid JSON; not retried, since a retry would be paid twice');
+        this.deps.metrics.upstreamErrors.inc({ provider: this.provider.id, kind: 'truncated' });
+        this.res.fail(err);
+        this.settle(err.status, err);
+        return;
+      }
+      usage = this.provider.usageFromJson(json);
+      if (transform) {
+        body = transform.json(json);
+        retype(this.headers, 'application/json');
+      }
+    } else if (transform) {
+      body = transform.error(status, body, this.upstreamHeaders);
+      retype(this.headers, 'application/json');
+    }
+    this.res.send(status, this.withGatewayHeaders(), body);
+    this.settle(status, undefined, usage);
+  }
+
+  onError(err: Error): void {
+    if (this.settled) return;
+    const kind = failureKind(err);
+    if (this.res.aborted || kind === 'aborted') {
+      this.settle(499);
+      return;
+    }
+    const id = this.provider.id;
+    this.deps.metrics.upstreamErrors.inc({ provider: id, kind });
+    const gwErr =
+      kind === 'timeout'
+        ? new GatewayError('upstream_timeout', `upstream ${id} did not answer in time`, { cause: err })
+        : new GatewayError('upstream_unavailable', `upstream ${id} failed: ${kind}`, { cause: err });
+    this.res.fail(gwErr);
+    this.settle(gwErr.status, gwErr);
+  }
+
+  private timeOut(reason: 'idle' | 'deadline', message: string): void {
+    this.deps.metrics.streamTimeouts.inc({ reason });
+    const err = new GatewayError('gateway_timeout', message);
+    this.res.fail(err);
+    this.settle(this.status, err);
+    // after settling, so the abort's own error callback finds the exchange already ended
+    this.call?.abort(err);
+  }
+
+  /** the vendor's headers, then the gateway's, then the stage timings so far */
+  private withGatewayHeaders(): HeaderList {
+    const h = this.headers;
+    for (const g of this.gatewayHeaders) h.push(g);
+    h.push(['x-gw-stage-durations', this.req.stages.header()]);
+    return h;
+  }
+
+  private settle(status: number, error?: GatewayError, usage: Usage | undefined = this.reader?.usage()): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.idle);
+    clearTimeout(this.deadline);
+    this.req.stages.end();
+    this.resolve({ status, usage, upstreamMs: this.upstreamMs, streamed: this.mode === 'stream', error });
+  }
+}
+
+/** Puts the translated reply's content-type in place of the vendor's. */
+function retype(headers: HeaderList, contentType: string): void {
+  const at = headers.findIndex(([k]) => k === 'content-type');
+  if (at === -1) headers.push(['content-type', contentType]);
+  else headers[at] = ['content-type', contentType];
 }

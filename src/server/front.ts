@@ -3,10 +3,11 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '
 import { GatewayError } from '../errors.js';
 import { StageClock } from '../http/stages.js';
 import type { ErrorRenderer, GatewayRequest, Route } from '../http/types.js';
+import type { AccessLog } from '../telemetry/access-log.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import { Router } from './router.js';
-import { UwsSink } from './sink.js';
+import { UwsSink, type SinkHooks } from './sink.js';
 import type { Uws } from './uws.js';
 
 export interface FrontOptions {
@@ -17,8 +18,8 @@ export interface FrontOptions {
   maxBodyBytes: number;
   requestDeadlineMs: number;
   log: Logger;
-  /** one line per answered request; carries only gateway-set scalars */
-  accessLog: Logger;
+  /** one line per answered request */
+  accessLog: AccessLog;
   metrics: Metrics;
 }
 
@@ -46,53 +47,79 @@ export function createFront(opts: FrontOptions): Front {
   let listenSocket: us_listen_socket | undefined;
   let inFlight = 0;
 
-  const hooks = {
-    onStart(sink: UwsSink) {
-      const req = requests.get(sink);
-      if (req) clearTimeout(req.deadline);
-    },
-    onFinish(sink: UwsSink) {
-      const state = requests.get(sink);
-      if (!state) return;
-      requests.delete(sink);
-      clearTimeout(state.deadline);
+  /**
+   * One request: the sink's hooks and the handler's GatewayRequest in one
+   * object, so admission allocates no closures and no lookup table.
+   */
+  class Exchange implements GatewayRequest, SinkHooks {
+    query = '';
+    params: Readonly<Record<string, string>> = NO_PARAMS;
+    body: Buffer = EMPTY;
+    deadline: NodeJS.Timeout | undefined;
+    private controller: AbortController | undefined;
+    private childLog: Logger | undefined;
+
+    constructor(
+      readonly id: string,
+      readonly method: string,
+      readonly rawMethod: string,
+      readonly path: string,
+      readonly headers: Readonly<Record<string, string>>,
+      readonly receivedAt: bigint,
+      readonly stages: StageClock,
+      readonly surface: string,
+    ) {}
+
+    /** created on first use: most requests never look at it */
+    get signal(): AbortSignal {
+      return (this.controller ??= new AbortController()).signal;
+    }
+
+    get log(): Logger {
+      return (this.childLog ??= log.child({ req_id: this.id }));
+    }
+
+    abort(reason?: unknown): void {
+      if (this.controller && !this.controller.signal.aborted) this.controller.abort(reason);
+    }
+
+    onStart(): void {
+      clearTimeout(this.deadline);
+    }
+
+    onFinish(sink: UwsSink): void {
+      clearTimeout(this.deadline);
       inFlight--;
       metrics.inFlight.dec();
-      const seconds = state.stages.elapsedMs / 1000;
+      const ms = this.stages.elapsedMs;
       const status = sink.aborted && !sink.started ? 499 : sink.status;
-      const surface = state.surface;
-      metrics.countAnswer(surface, status, sink.meta.provider ?? 'none', seconds);
-      accessLog.info(
-        {
-          req_id: state.id,
-          method: state.method,
-          path: state.path,
-          status,
-          ms: Math.round(state.stages.elapsedMs * 100) / 100,
-          tenant: sink.meta.tenant,
-          provider: sink.meta.provider,
-          model: sink.meta.model,
-          aborted: sink.aborted || undefined,
-        },
-        'request',
-      );
-    },
-  };
-
-  interface State {
-    id: string;
-    method: string;
-    path: string;
-    surface: string;
-    stages: StageClock;
-    controller: AbortController;
-    deadline: NodeJS.Timeout | undefined;
+      metrics.countAnswer(this.surface, status, sink.meta.provider ?? 'none', ms / 1000);
+      accessLog.write({
+        req_id: this.id,
+        method: this.rawMethod,
+        path: this.path,
+        status,
+        ms: Math.round(ms * 100) / 100,
+        tenant: sink.meta.tenant,
+        provider: sink.meta.provider,
+        model: sink.meta.model,
+        aborted: sink.aborted,
+      });
+    }
   }
-  const requests = new Map<UwsSink, State>();
 
   const refuse = (sink: UwsSink, reason: string, message: string) => {
     metrics.refusedFraming.inc({ reason });
     answerThenClose(sink, new GatewayError('request_error', message));
+  };
+
+  const run = (exchange: Exchange, sink: UwsSink, handler: Route['handler']) => {
+    try {
+      const out = handler(exchange, sink);
+      if (out instanceof Promise) out.catch((err: unknown) => failHandler(exchange, sink, err));
+    } catch (err) {
+      failHandler(exchange, sink, err);
+    }
   };
 
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
@@ -116,14 +143,13 @@ export function createFront(opts: FrontOptions): Front {
     const method = headOnly ? 'GET' : rawMethod;
     const match = router.match(method, path);
     const renderer = match.kind === 'found' ? match.route.surface : opts.defaultSurface;
-    const sink = new UwsSink(res, id, headOnly, hooks, renderer);
-    const controller = new AbortController();
-    const state: State = { id, method: rawMethod, path, surface: renderer.id, stages, controller, deadline: undefined };
-    requests.set(sink, state);
+    const exchange = new Exchange(id, method, rawMethod, path, headers, receivedAt, stages, renderer.id);
+    exchange.query = query;
+    const sink = new UwsSink(res, id, headOnly, exchange, renderer);
     inFlight++;
     metrics.inFlight.inc();
     res.onAborted(() => {
-      if (!controller.signal.aborted) controller.abort();
+      exchange.abort();
       sink.markAborted();
     });
 
@@ -137,52 +163,30 @@ export function createFront(opts: FrontOptions): Front {
     if (match.kind === 'method_not_allowed') {
       return sink.fail(new GatewayError('method_not_allowed', `method ${rawMethod} not allowed`, { headers: [['allow', match.allowed.join(', ')]] }));
     }
+    exchange.params = match.params;
+    const handler = match.route.handler;
 
-    state.deadline = setTimeout(() => {
+    exchange.deadline = setTimeout(() => {
       if (sink.started || sink.finished) return;
       const err = new GatewayError('gateway_timeout', 'request deadline exceeded before a response started; safe to retry');
-      // answer first: aborting ends the running stage, and the header must name it as running
+      // answer first: cancelling ends the running stage, and the header must name it as running
       sink.fail(err, [['x-gw-stage-durations', stages.header()]]);
-      controller.abort(err);
+      sink.cancel();
+      exchange.abort(err);
     }, opts.requestDeadlineMs);
 
-    const run = (body: Buffer) => {
-      let reqLog: Logger | undefined;
-      const greq: GatewayRequest = {
-        id,
-        method,
-        path,
-        query,
-        headers,
-        params: match.params,
-        body,
-        receivedAt,
-        signal: controller.signal,
-        stages,
-        // created on first use: most requests log only the access line
-        get log() {
-          return (reqLog ??= log.child({ req_id: id }));
-        },
-      };
-      try {
-        const out = match.route.handler(greq, sink);
-        if (out instanceof Promise) out.catch((err: unknown) => failHandler(greq, sink, err));
-      } catch (err) {
-        failHandler(greq, sink, err);
-      }
-    };
-
     const declared = headers['content-length'];
-    if (declared === undefined && te === undefined) return run(EMPTY);
+    if (declared === undefined && te === undefined) return run(exchange, sink, handler);
     const length = declared === undefined ? -1 : Number(declared);
     if (declared !== undefined && !/^\d+$/.test(declared)) return refuse(sink, 'content_length', 'malformed Content-Length');
     const tooLarge = () => answerThenClose(sink, new GatewayError('payload_too_large', `request body exceeds ${opts.maxBodyBytes} bytes`));
     if (length > opts.maxBodyBytes) return tooLarge();
-    if (length === 0) return run(EMPTY);
+    if (length === 0) return run(exchange, sink, handler);
     readBody(res, length, opts.maxBodyBytes, (body) => {
       if (sink.finished) return;
       if (body === undefined) return tooLarge();
-      run(body);
+      exchange.body = body;
+      run(exchange, sink, handler);
     });
   });
 
@@ -212,6 +216,7 @@ export function createFront(opts: FrontOptions): Front {
 }
 
 const EMPTY = Buffer.alloc(0);
+const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
 
 /**
  * Ends the exchange with `err` and closes the connection. This uWS build keeps

@@ -51,8 +51,13 @@ export class UwsSink implements ResponseSink {
   markAborted(): void {
     if (this.aborted || this.finished) return;
     this.aborted = true;
-    for (const cb of this.abortCbs) cb();
+    this.cancel();
     this.finish();
+  }
+
+  /** the gateway gave up on the request (deadline): whoever waits on the client stops too */
+  cancel(): void {
+    for (const cb of this.abortCbs.splice(0)) cb();
   }
 
   onAbort(cb: () => void): void {

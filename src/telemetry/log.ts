@@ -1,4 +1,5 @@
 import { pino, type Logger, type LevelWithSilent } from 'pino';
+import { AccessLog } from './access-log.js';
 
 export type { Logger };
 
@@ -33,12 +34,8 @@ const FLUSH_MS = 1000;
 export interface Logging {
   /** the general logger: every line passes the credential redaction */
   log: Logger;
-  /**
-   * The access line's logger: no redaction pass, because the access line
-   * carries only scalars the gateway itself sets (ids, path, status, timing),
-   * never headers or bodies. Redaction was the largest cost of a request.
-   */
-  access: Logger;
+  /** the access line, one per answered request, to the same destination */
+  access: AccessLog;
   /** writes out what is batched; call on shutdown */
   flush(): void;
 }
@@ -47,7 +44,7 @@ export function createLogging(level: LevelWithSilent, destination?: pino.Destina
   const dest = destination ?? pino.destination({ sync: false, minLength: BATCH_BYTES });
   const options = { level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime };
   const log = pino({ ...options, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, dest);
-  const access = pino(options, dest);
+  const access = new AccessLog(dest, log.isLevelEnabled('info'));
   const timer = setInterval(() => log.flush(), FLUSH_MS);
   timer.unref();
   return {
