@@ -96,7 +96,7 @@ export class Pipeline {
     const request = await adapter.authorize(unsigned, credential, location);
     const outcome = await relay({ upstream, metrics, limits }, req, res, adapter, request, SERVED_BY_PIPELINE, plan.reply);
     if (outcome.status > 0 && res.meta.upstreamMs !== undefined) {
-      metrics.overhead.observe({ surface: plan.surface.id }, Math.max(0, req.stages.elapsedMs - res.meta.upstreamMs) / 1000);
+      metrics.observeOverhead(plan.surface.id, Math.max(0, req.stages.elapsedMs - res.meta.upstreamMs) / 1000);
     }
     const cost = account(ring, res, {
       requestId: req.id,

@@ -90,7 +90,7 @@ class RelayExchange implements UpstreamSink {
     this.status = status;
     this.upstreamMs = performance.now() - this.started;
     this.res.meta.upstreamMs = this.upstreamMs;
-    this.deps.metrics.upstreamLatency.observe({ provider: this.provider.id }, this.upstreamMs / 1000);
+    this.deps.metrics.observeUpstreamLatency(this.provider.id, this.upstreamMs / 1000);
     this.headers = relayResponseHeaders(headers);
     if (status >= 200 && status < 300 && isStream(headers['content-type'])) {
       this.mode = 'stream';

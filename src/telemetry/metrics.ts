@@ -18,8 +18,6 @@ export function createMetrics() {
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
   let poolStats: () => PoolStats[] = () => [];
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
-  const answerCounters = new Map<string, { inc(): void }>();
-  const durationBySurface = new Map<string, { observe(v: number): void }>();
   loopDelay.enable();
 
   const m = {
@@ -102,27 +100,21 @@ export function createMetrics() {
     /** a finished call's usage and its catalog price (labels stay bounded: provider, never model) */
     recordUsage(provider: string, usage: Usage | undefined, costUsd: number) {
       if (usage) {
-        m.tokens.inc({ provider, kind: 'input' }, usage.input_tokens);
-        m.tokens.inc({ provider, kind: 'output' }, usage.output_tokens);
-        m.tokens.inc({ provider, kind: 'cached' }, usage.cached_tokens);
+        tokensOf(provider, 'input').inc(usage.input_tokens);
+        tokensOf(provider, 'output').inc(usage.output_tokens);
+        tokensOf(provider, 'cached').inc(usage.cached_tokens);
       }
-      if (costUsd > 0) m.costUsd.inc({ provider }, costUsd);
+      if (costUsd > 0) costOf(provider).inc(costUsd);
     },
-    /** counts one answer; label children are cached, since hashing label objects per request shows in profiles */
     countAnswer(surface: string, status: number, provider: string, seconds: number) {
-      const key = `${surface}\u0000${status}\u0000${provider}`;
-      let counter = answerCounters.get(key);
-      if (counter === undefined) {
-        counter = m.requests.labels(surface, String(status), provider);
-        answerCounters.set(key, counter);
-      }
-      counter.inc();
-      let histogram = durationBySurface.get(surface);
-      if (histogram === undefined) {
-        histogram = m.duration.labels(surface);
-        durationBySurface.set(surface, histogram);
-      }
-      histogram.observe(seconds);
+      answersOf(surface, String(status), provider).inc();
+      durationOf(surface).observe(seconds);
+    },
+    observeOverhead(surface: string, seconds: number) {
+      overheadOf(surface).observe(seconds);
+    },
+    observeUpstreamLatency(provider: string, seconds: number) {
+      upstreamLatencyOf(provider).observe(seconds);
     },
     setPoolStatsSource(fn: () => PoolStats[]) {
       poolStats = fn;
@@ -151,7 +143,31 @@ export function createMetrics() {
       },
     });
   for (const f of ['connected', 'free', 'pending', 'running'] as const) poolGauge(f);
+  // per-request metrics go through memoized label children
+  const answersOf = childrenOf((surface, status, provider) => m.requests.labels(surface, status, provider));
+  const durationOf = childrenOf((surface) => m.duration.labels(surface));
+  const overheadOf = childrenOf((surface) => m.overhead.labels(surface));
+  const upstreamLatencyOf = childrenOf((provider) => m.upstreamLatency.labels(provider));
+  const tokensOf = childrenOf((provider, kind) => m.tokens.labels(provider, kind));
+  const costOf = childrenOf((provider) => m.costUsd.labels(provider));
   return m;
+}
+
+/**
+ * prom-client hashes a label object on every call, which showed in request
+ * profiles; the hot path keeps one child per label values instead.
+ */
+function childrenOf<T>(labels: (...values: string[]) => T): (...values: string[]) => T {
+  const memo = new Map<string, T>();
+  return (...values) => {
+    const key = values.join('\u0000');
+    let child = memo.get(key);
+    if (child === undefined) {
+      child = labels(...values);
+      memo.set(key, child);
+    }
+    return child;
+  };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
