@@ -46,6 +46,8 @@ export interface RelayPlan {
   headers?: Readonly<Record<string, string>>;
   /** set on a translated call: rewrites the vendor's reply into the caller's format */
   reply?: ReplyTransform;
+  /** the vendor does not bill the call (token counting): nothing is reserved against a spend cap */
+  costless?: true;
 }
 
 const SERVED_BY_PIPELINE: HeaderList = [['x-gw-served-by', 'pipeline']];

@@ -87,7 +87,7 @@ export function countTokensRoutes(pipeline: Pipeline): Route[] {
         const marker: [string, string] = [SOURCE, 'vendor'];
         res.extraHeaders.push(marker);
         try {
-          await pipeline.relay(req, res, { surface, caller, presented, ...target });
+          await pipeline.relay(req, res, { surface, caller, presented, ...target, costless: true });
         } catch (err) {
           if (!(err instanceof GatewayError && err.type === 'onboarding_incomplete') || res.started) throw err;
           res.extraHeaders.splice(res.extraHeaders.indexOf(marker), 1);

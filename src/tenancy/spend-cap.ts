@@ -167,7 +167,7 @@ export class SpendCaps {
   private async admit(plan: RelayPlan): Promise<Admission> {
     const orgId = plan.caller.org.org_id;
     const cap = this.config(orgId);
-    if (!cap) return ADMITTED;
+    if (!cap || plan.costless) return ADMITTED;
     const period = periodOf(this.clock(), cap.period);
     const bucket = this.bucket(orgId, cap.period, period.id);
     const id = randomUUID();

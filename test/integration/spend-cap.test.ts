@@ -115,6 +115,8 @@ for (const kind of STORES) {
         const settled = await eventually(() => caps.status('acme'), (s) => s?.consumed_usd === 0.4);
         assert.deepEqual(settled, { cap_usd: 0.5, period: 'day', consumed_usd: 0.4, resets_at: '2026-11-22T00:00:00.000Z' });
         await assert.rejects(async () => stage.admit({} as never, plan), { type: 'budget_exhausted', status: 402 });
+        // token counting costs nothing: an exhausted cap never refuses it
+        (await stage.admit({} as never, { ...plan, costless: true } as RelayPlan)).settle(0);
         clock.now = Date.parse('2026-11-22T00:00:01Z');
         assert.deepEqual(await caps.status('acme'), { cap_usd: 0.5, period: 'day', consumed_usd: 0, resets_at: '2026-11-23T00:00:00.000Z' });
         (await stage.admit({} as never, plan)).settle(0);
