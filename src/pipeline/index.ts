@@ -86,7 +86,7 @@ export class Pipeline {
   private async dispatch(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter): Promise<number> {
     const { providers, upstream, metrics, limits, ring } = this.deps;
     const { credential, location: storedLocation } = await resolveCredential(this.deps.storedKeys, req, plan.caller, plan.presented, plan.provider);
-    const location = { ...storedLocation, ...plan.location };
+    const location = { ...adapter.defaultLocation, ...storedLocation, ...plan.location };
     for (const stage of this.deps.policy) stage.located?.(plan, location);
     const unsigned: UpstreamRequest = {
       origin: providers.origin(plan.provider, location),

@@ -17,6 +17,8 @@ export interface Location {
  */
 export interface ProviderAdapter {
   readonly id: ProviderId;
+  /** where a call goes when neither the caller nor a stored key says (so residency rules see it too) */
+  readonly defaultLocation?: Location;
   /** the vendor's public origin for this location */
   publicOrigin(loc: Location): string;
   /** attaches the credential; may sign the whole request */

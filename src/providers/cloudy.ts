@@ -57,6 +57,7 @@ async function signV4(req: UpstreamRequest, secret: string, region: string): Pro
  */
 export const cloudy: ProviderAdapter = {
   id: 'cloudy',
+  defaultLocation: { region: DEFAULT_AWS_REGION },
   publicOrigin: (loc) => `https://bedrock-runtime.${loc.region ?? DEFAULT_AWS_REGION}.amazonaws.com`,
   authorize(req, cred, loc) {
     // a stored key says what it is; x-gw-provider-key (scheme api_key) carries either, told apart by shape

@@ -12,6 +12,7 @@ import { messagesStreamUsage, messagesUsage } from './usage/messages.js';
  */
 export const genvendorVertex: ProviderAdapter = {
   id: 'genvendor_vertex',
+  defaultLocation: { location: 'global' },
   publicOrigin(loc) {
     const location = loc.location ?? 'global';
     return location === 'global' ? 'https://aiplatform.googleapis.com' : `https://${location}-aiplatform.googleapis.com`;

@@ -117,6 +117,15 @@ describe('data residency on the converse surface (GW_ALLOWED_REGIONS)', () => {
     assert.equal(fake.received.length, before);
   });
 
+  it('checks the provider\'s default region when the call names none (us-east-1 for cloudy)', async () => {
+    const before = fake.received.length;
+    const res = await converse({ authorization: 'Bearer bedrock-api-key' });
+    const text = await res.text();
+    assert.equal(res.status, 451, text);
+    assert.match(text, /us-east-1/);
+    assert.equal(fake.received.length, before);
+  });
+
   it('checks a stored key\'s region too, once it is resolved', async () => {
     const stored = await fetch(`${gw.url}/api/v1/vendor_key/create`, {
       method: 'POST',
