@@ -153,6 +153,8 @@ class RelayExchange implements UpstreamSink {
       body = transform.error(status, body, this.upstreamHeaders);
       retype(this.headers, 'application/json');
     }
+    // the whole reply is in: the upstream stage is over, not running
+    this.req.stages.end();
     this.res.send(status, this.withGatewayHeaders(), body);
     this.settle(status, undefined, usage);
   }

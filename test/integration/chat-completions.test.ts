@@ -73,6 +73,8 @@ describe('chat-completions relay through the openai SDK', () => {
     assert.equal(response.headers.get('openai-processing-ms'), '12');
     assert.equal(response.headers.get('x-gw-served-by'), 'pipeline');
     assert.match(response.headers.get('x-gw-stage-durations') ?? '', /auth;dur=/);
+    // a whole reply: the upstream stage is finished, not running
+    assert.match(response.headers.get('x-gw-stage-durations') ?? '', /upstream_openai;dur=[\d.]+$/);
     assert.ok(response.headers.get('x-gw-request-id'));
   });
 
