@@ -36,7 +36,7 @@ export const RAISED_WHEN: Readonly<Record<ErrorType, string>> = {
   request_error: 'refused as sent: unparseable body, missing or malformed field, unknown model for the Responses API, converse path/body `modelId` mismatch, API key beside an access-key pair, a location outside the allowlist, ambiguous framing (then the connection closes)',
   skill_locked: 'not raised yet (`x-gw-skills` is not read); SPEC: a per-request override of a locked skill',
   forbidden: 'the gateway\'s own policy: an org key naming another tenant, `skill_params` on a non-Enterprise plan, `GW_DEDICATED_TENANT` serving another org (403), a region outside `GW_ALLOWED_REGIONS` (451)',
-  internal_error: 'an uncaught failure in a handler',
+  internal_error: 'an uncaught failure in a configuration or admin handler; on the relay surfaces a fault in the gateway\'s own stages instead relays the call to the provider (`x-gw-served-by: direct_passthrough`, `x-gw-warnings: _passthrough`)',
   idp_authentication_error: 'IdP mode: the bearer JWT is refused (signature, issuer, audience, expiry, not a JWT)',
   idp_forbidden_error: 'IdP mode: the token is valid but no group maps to an org, or it names a tenant outside its orgs',
   not_found: 'no route for the path; an unknown tenant or key on the configuration routes (also for another tenant\'s key, so a 404 confirms nothing); an unknown generate-content method',

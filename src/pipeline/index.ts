@@ -1,3 +1,4 @@
+import { GatewayError } from '../errors.js';
 import type { GatewayRequest, HeaderList, ResponseSink } from '../http/types.js';
 import type { Location, ProviderAdapter } from '../providers/adapter.js';
 import type { Providers } from '../providers/index.js';
@@ -11,7 +12,7 @@ import type { Upstream } from '../upstream/client.js';
 import type { ReplyTransform } from '../translate/types.js';
 import { account } from './accounting.js';
 import { resolveCredential, type StoredKeys } from './credentials.js';
-import { admitAll, type PolicyStage } from './policy.js';
+import { admitAll, type Admission, type PolicyStage } from './policy.js';
 import { authenticate, presentedCredentials, type Caller, type Presented } from './auth.js';
 import { forwardHeaders } from './forward-headers.js';
 import { relay, type RelayLimits } from './relay.js';
@@ -51,6 +52,10 @@ export interface RelayPlan {
 }
 
 const SERVED_BY_PIPELINE: HeaderList = [['x-gw-served-by', 'pipeline']];
+const SERVED_DIRECTLY: HeaderList = [
+  ['x-gw-served-by', 'direct_passthrough'],
+  ['x-gw-warnings', '_passthrough'],
+];
 
 /**
  * A request's way through the gateway: authenticate → (policy, skills: later
@@ -73,17 +78,38 @@ export class Pipeline {
     res.meta.provider = plan.provider;
     res.meta.model = plan.model;
     const adapter = this.deps.providers.get(plan.provider);
-    const admission = await admitAll(this.deps.policy, req, plan);
+    let admission: Admission;
+    try {
+      admission = await admitAll(this.deps.policy, req, plan);
+    } catch (err) {
+      if (err instanceof GatewayError) throw err;
+      return this.passthrough(req, res, plan, adapter, 'policy', err);
+    }
     let cost = 0;
     try {
-      cost = await this.dispatch(req, res, plan, adapter);
+      cost = await this.dispatch(req, res, plan, adapter, SERVED_BY_PIPELINE);
+    } catch (err) {
+      if (err instanceof GatewayError || res.started) throw err;
+      return this.passthrough(req, res, plan, adapter, 'dispatch', err);
     } finally {
       admission.settle(cost);
     }
   }
 
+  /**
+   * SPEC Fail-open: a fault in the gateway's own machinery (a policy stage, a
+   * skill, accounting) never becomes an error. The call goes to the provider
+   * as the caller sent it, with no policy or accounting, marked
+   * `x-gw-served-by: direct_passthrough`; the reason is logged and counted.
+   */
+  private async passthrough(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, stage: string, err: unknown): Promise<void> {
+    this.deps.metrics.passthrough.inc({ stage });
+    req.log.warn({ err, stage }, 'internal fault: relaying directly to the provider');
+    await this.dispatch(req, res, plan, adapter, SERVED_DIRECTLY);
+  }
+
   /** credential → request → relay → accounting; returns the call's cost */
-  private async dispatch(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter): Promise<number> {
+  private async dispatch(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, servedBy: HeaderList): Promise<number> {
     const { providers, upstream, metrics, limits, ring } = this.deps;
     const { credential, location: storedLocation } = await resolveCredential(this.deps.storedKeys, req, plan.caller, plan.presented, plan.provider);
     const location = { ...adapter.defaultLocation, ...storedLocation, ...plan.location };
@@ -96,7 +122,7 @@ export class Pipeline {
       body: plan.body,
     };
     const request = await adapter.authorize(unsigned, credential, location);
-    const outcome = await relay({ upstream, metrics, limits }, req, res, adapter, request, SERVED_BY_PIPELINE, plan.reply);
+    const outcome = await relay({ upstream, metrics, limits }, req, res, adapter, request, servedBy, plan.reply);
     if (outcome.status > 0 && res.meta.upstreamMs !== undefined) {
       metrics.observeOverhead(plan.surface.id, Math.max(0, req.stages.elapsedMs - res.meta.upstreamMs) / 1000);
     }

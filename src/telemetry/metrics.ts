@@ -67,6 +67,12 @@ export function createMetrics() {
       labelNames: ['provider'] as const,
       registers: [registry],
     }),
+    passthrough: new Counter({
+      name: 'gw_passthrough_total',
+      help: 'Calls relayed directly to the provider because a stage of the gateway itself failed (SPEC Fail-open), by stage',
+      labelNames: ['stage'] as const,
+      registers: [registry],
+    }),
     inFlight: new Gauge({ name: 'gw_in_flight_requests', help: 'Requests accepted and not yet answered', registers: [registry] }),
     streamTimeouts: new Counter({
       name: 'gw_stream_timeouts_total',
