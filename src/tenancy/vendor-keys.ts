@@ -2,6 +2,9 @@ import { GatewayError } from '../errors.js';
 import type { StageClock } from '../http/stages.js';
 import type { StoredCredential, StoredKeys } from '../pipeline/credentials.js';
 import type { Location } from '../providers/adapter.js';
+import { cloudxEndpoint } from '../providers/cloudx.js';
+import { ACCESS_KEY_PAIR, DEFAULT_AWS_REGION, isAwsRegion } from '../providers/cloudy.js';
+import { vertexTarget } from '../providers/genvendor-vertex.js';
 import type { ProviderCredential, ProviderId } from '../providers/types.js';
 import type { Collection, DocStore } from '../stores/types.js';
 import type { Logger } from '../telemetry/log.js';
@@ -58,18 +61,15 @@ const RULES: Record<ProviderId, CredentialRule> = {
   genvendor_vertex: { kinds: { oauth_token: apiKey('bearer') }, location: ['project', 'location'] },
   cloudy: {
     kinds: {
-      access_key: { scheme: 'aws_sigv4', secret: /^[A-Z0-9]{16,128}:[^:\s]{1,256}(:[^:\s]{1,4096})?$/, shape: 'the packed pair ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]' },
+      access_key: { scheme: 'aws_sigv4', secret: ACCESS_KEY_PAIR, shape: 'the packed pair ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]' },
       api_key: apiKey('bearer'),
     },
     location: ['region'],
   },
 };
 
-const CLOUDX_ENDPOINT = /^https:\/\/[a-z0-9][a-z0-9-]{0,62}\.(openai\.azure\.com|cognitiveservices\.azure\.com)\/?$/;
+/** with GW_UPSTREAM_CLOUDX set every resource goes to the override, so any origin-shaped endpoint is kept */
 const ANY_ORIGIN = /^https?:\/\/[^/?#\s]+\/?$/;
-const REGION = /^[a-z]{2}(-[a-z]+)+-\d{1,2}$/;
-const GCP_PROJECT = /^[a-z][a-z0-9-]{4,61}[a-z0-9]$/;
-const GCP_LOCATION = /^[a-z][a-z0-9-]{1,40}$/;
 
 const docId = (orgId: string, provider: ProviderId) => `${orgId}:${provider}`;
 /** bound into the ciphertext: a record moved to another org or provider does not open */
@@ -184,27 +184,39 @@ export class VendorKeys implements StoredKeys {
     }
     const loc: Location = {};
     if (rule.location.includes('endpoint')) {
-      const allowlisted = this.opts.cloudxOverridden ? ANY_ORIGIN : CLOUDX_ENDPOINT;
-      if (input.endpoint !== undefined) {
-        const endpoint = input.endpoint.toLowerCase();
-        if (!allowlisted.test(endpoint)) throw badField('endpoint', 'must be https://<resource>.openai.azure.com or https://<resource>.cognitiveservices.azure.com');
-        loc.endpoint = endpoint.replace(/\/$/, '');
-      } else if (!this.opts.cloudxOverridden) throw badField('endpoint', `required for ${input.provider}`);
+      if (input.endpoint !== undefined) loc.endpoint = this.endpoint(input.endpoint);
+      else if (!this.opts.cloudxOverridden) throw badField('endpoint', `required for ${input.provider}`);
     }
     if (rule.location.includes('region')) {
-      const region = input.region ?? 'us-east-1';
-      if (!REGION.test(region)) throw badField('region', 'must be a region name such as us-east-1');
+      const region = input.region ?? DEFAULT_AWS_REGION;
+      if (!isAwsRegion(region)) throw badField('region', 'must be a region name such as us-east-1');
       loc.region = region;
     }
     if (rule.location.includes('project')) {
-      if (input.project === undefined || !GCP_PROJECT.test(input.project)) throw badField('project', 'a project id is required');
-      loc.project = input.project;
-      if (input.location !== undefined) {
-        if (!GCP_LOCATION.test(input.location)) throw badField('location', 'must be a location such as us-central1 or global');
-        loc.location = input.location;
+      // the same checks a caller's x-gw-vertex-* headers pass, named after this body's fields
+      try {
+        vertexTarget({ project: input.project, location: input.location });
+      } catch (err) {
+        const field = input.project === undefined || !(err instanceof GatewayError) || err.options.fields?.['field'] === 'x-gw-vertex-project' ? 'project' : 'location';
+        throw badField(field, field === 'project' ? 'a Vertex project id is required' : 'must be a location such as us-central1 or global');
       }
+      loc.project = input.project;
+      if (input.location !== undefined) loc.location = input.location;
     }
     return loc;
+  }
+
+  /** the CONTRACT §4 allowlist (the one caller headers pass), unless GW_UPSTREAM_CLOUDX replaces every resource */
+  private endpoint(value: string): string {
+    if (this.opts.cloudxOverridden) {
+      if (!ANY_ORIGIN.test(value)) throw badField('endpoint', 'must be an origin such as https://myresource.openai.azure.com');
+      return value.toLowerCase().replace(/\/$/, '');
+    }
+    try {
+      return cloudxEndpoint(value);
+    } catch {
+      throw badField('endpoint', 'must be https://<resource>.openai.azure.com or https://<resource>.cognitiveservices.azure.com');
+    }
   }
 
   private openDoc(doc: VendorKeyDoc): StoredCredential {

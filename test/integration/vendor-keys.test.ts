@@ -140,6 +140,7 @@ for (const redis of [false, true]) {
         [{ provider: 'openai', api_key: 'sk-x', endpoint: 'https://x.openai.azure.com' }, 'endpoint'],
         [{ provider: 'openai', api_key: 'sk-x', credential_kind: 'oauth_token' }, 'credential_kind'],
         [{ provider: 'genvendor_vertex', api_key: 'ya29.token' }, 'project'],
+        [{ provider: 'genvendor_vertex', api_key: 'ya29.token', project: 'my-project', location: 'evil.example.com/' }, 'location'],
         [{ provider: 'nope', api_key: 'x' }, 'provider'],
         [{ provider: 'openai', api_key: 'has space' }, 'api_key'],
       ];
@@ -149,6 +150,11 @@ for (const redis of [false, true]) {
         assert.equal(r.headers.get('x-gw-error'), 'request_error');
         assert.match(errorMessage(r), new RegExp(field));
       }
+    });
+
+    it('takes short access-key ids such as AWS\'s own test id AKIDEXAMPLE', async () => {
+      const r = await store(gw, { provider: 'cloudy', api_key: 'AKIDEXAMPLE:wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY', region: 'us-east-1' });
+      assert.equal(r.status, 200);
     });
 
     it('deletes: the next call without a pass-through key is 402', async () => {
