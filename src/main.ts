@@ -52,6 +52,8 @@ export interface RunningGateway {
   /** the GW_METRICS_PORT listener's port, when set */
   metricsPort?: number;
   log: Logger;
+  /** hands batched log lines to the destination now */
+  flushLogs(): void;
   /** stops accepting, lets in-flight requests finish (bounded), releases stores and pools */
   close(): Promise<void>;
 }
@@ -189,6 +191,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     port,
     metricsPort: metricsApp?.port,
     log,
+    flushLogs: () => logging.flushBatches(),
     async close() {
       front.stopListening();
       metricsApp?.close();

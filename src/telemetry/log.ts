@@ -36,7 +36,9 @@ export interface Logging {
   log: Logger;
   /** the access line, one per answered request, to the same destination */
   access: AccessLog;
-  /** writes out what is batched; call on shutdown */
+  /** hands batched lines to the destination, which may still buffer them */
+  flushBatches(): void;
+  /** writes out what is batched and stops the flush timer; call on shutdown */
   flush(): void;
 }
 
@@ -50,8 +52,12 @@ export function createLogging(level: LevelWithSilent, destination?: pino.Destina
   return {
     log,
     access,
+    flushBatches() {
+      access.flush();
+    },
     flush() {
       clearInterval(timer);
+      access.flush();
       log.flush();
     },
   };

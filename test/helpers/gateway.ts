@@ -30,8 +30,8 @@ export interface TestGateway {
   url: string;
   port: number;
   gateway: RunningGateway;
-  /** every JSON log line written so far */
-  logs: string[];
+  /** every JSON log line written so far (batched access lines are flushed first) */
+  readonly logs: string[];
   /** GW_REDIS_PREFIX used (when redis: true) */
   redisPrefix: string | undefined;
   close(): Promise<void>;
@@ -105,7 +105,10 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
     url: `http://127.0.0.1:${gateway.port}`,
     port: gateway.port,
     gateway,
-    logs,
+    get logs() {
+      gateway.flushLogs();
+      return logs;
+    },
     redisPrefix,
     async close() {
       await gateway.close();
@@ -114,8 +117,11 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
   };
 }
 
-/** One org with one developer key: the common fixture. */
+/** A per-org cap no functional test reaches: the default (50/s, half a second of burst) trips tests that fire calls back to back. */
+export const UNLIMITED_RPS = 100_000;
+
+/** One org with one developer key: the common fixture. Its rate limit is out of the way; rate-limit tests set their own. */
 export function oneTenant(orgId = 'acme', seed = orgId): { bootstrap: Bootstrap; devKey: string } {
   const devKey = devKeySecret(seed);
-  return { devKey, bootstrap: { orgs: [{ org_id: orgId }], dev_keys: [{ org_id: orgId, dev_key_id: `dk-${orgId}`, api_key: devKey }] } };
+  return { devKey, bootstrap: { orgs: [{ org_id: orgId, rps_cap: UNLIMITED_RPS }], dev_keys: [{ org_id: orgId, dev_key_id: `dk-${orgId}`, api_key: devKey }] } };
 }
