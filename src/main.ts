@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type pino from 'pino';
+import type { Registry } from 'prom-client';
 import { adminRoutes } from './api/admin.js';
 import { selfServiceRoutes } from './api/self-service.js';
 import { skillRoutes } from './api/skills.js';
@@ -42,6 +43,7 @@ import { SpendCaps } from './tenancy/spend-cap.js';
 import { EmbeddedMeterStore } from './stores/embedded/meter-store.js';
 import type { MeterStore } from './stores/meter.js';
 import { RedisMeterStore } from './stores/redis/meter-store.js';
+import { answerFleetScrapes, FleetMetrics } from './telemetry/fleet-metrics.js';
 import { createLogger, createLogging, type Logger } from './telemetry/log.js';
 import { createMetrics } from './telemetry/metrics.js';
 import { InspectorRing } from './telemetry/ring.js';
@@ -52,6 +54,8 @@ export interface RunningGateway {
   /** the GW_METRICS_PORT listener's port, when set */
   metricsPort?: number;
   log: Logger;
+  /** this replica's metrics, for the primary's aggregated scrape */
+  registry: Registry;
   /** hands batched log lines to the destination now */
   flushLogs(): void;
   /** stops accepting, lets in-flight requests finish (bounded), releases stores and pools */
@@ -191,6 +195,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     port,
     metricsPort: metricsApp?.port,
     log,
+    registry: metrics.registry,
     flushLogs: () => logging.flushBatches(),
     async close() {
       front.stopListening();
@@ -253,9 +258,15 @@ async function runPrimary(settings: Settings): Promise<void> {
   }
   // port 0 would give every replica its own port: pick one they all share
   const port = settings.GW_PORT === 0 ? await freePort(settings.GW_HOST) : settings.GW_PORT;
-  const { GW_BOOTSTRAP: _skip, ...inherited } = process.env;
+  // the metrics port is the primary's: it answers for the whole host
+  const { GW_BOOTSTRAP: _skip, GW_METRICS_PORT: _metricsPort, ...inherited } = process.env;
   const env = { ...inherited, GW_PORT: String(port) };
   const children = new Set<ChildProcess>();
+  if (settings.GW_METRICS_PORT !== undefined) {
+    const { uws } = loadUws(settings.GW_ALLOW_UWS_FALLBACK === '1');
+    const app = await startMetricsApp(uws, settings.GW_HOST, settings.GW_METRICS_PORT, new FleetMetrics(() => children), log);
+    log.info({ port: app.port }, 'fleet metrics listening');
+  }
   let stopping = false;
   let anyReady = false;
   const spawn = (index: number) => {
@@ -293,6 +304,7 @@ async function runPrimary(settings: Settings): Promise<void> {
 
 async function runWorker(settings: Settings): Promise<void> {
   const gw = await startGateway(settings);
+  answerFleetScrapes(gw.registry);
   let stopping = false;
   const stop = () => {
     if (stopping) return;

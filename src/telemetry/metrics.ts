@@ -132,6 +132,8 @@ export function createMetrics() {
     name: 'gw_event_loop_delay_p99_seconds',
     help: 'p99 event-loop delay since the last scrape',
     registers: [registry],
+    // across replicas the worst one is what matters
+    aggregator: 'max',
     collect() {
       this.set(loopDelay.percentile(99) / 1e9);
       loopDelay.reset();

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startFakeOpenAI } from '../fakes/openai.js';
@@ -170,5 +171,49 @@ describe('GW_WORKERS=2 with Redis unreachable', () => {
     assert.equal(code, 1);
     assert.match(err, /GW_REDIS_URL: cannot use Redis at redis:\/\/127\.0\.0\.1:1/);
     assert.match(err, /could not start/);
+  });
+});
+
+describe('GW_WORKERS=2 with GW_METRICS_PORT: one scrape covers every replica', () => {
+  const prefix = newRedisPrefix();
+  let gw: GatewayProcess;
+  let metricsPort: number;
+
+  before(async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    metricsPort = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    gw = await spawnGateway({ GW_WORKERS: '2', GW_METRICS_PORT: String(metricsPort), GW_REDIS_URL: REDIS_URL, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_LOG_LEVEL: 'info' });
+  });
+  after(async () => {
+    await stopGateway(gw);
+    await dropRedisPrefix(prefix);
+  });
+
+  it('sums the replicas\' counters: the total equals the requests sent, though two replicas served them', async () => {
+    const pids = new Set<number>();
+    let sent = 0;
+    const deadline = Date.now() + 20_000;
+    // both replicas must be up and have served some of the calls
+    while ((pids.size < 2 || sent < 20) && Date.now() < deadline) {
+      const r = await send(gw.port, 'GET', '/healthz').catch(() => undefined);
+      if (r === undefined) continue;
+      sent++;
+      if (r.status === 200) pids.add(r.body['pid'] as number);
+    }
+    assert.equal(pids.size, 2, 'both replicas answered');
+    const text = await new Promise<string>((resolve, reject) => {
+      request({ host: '127.0.0.1', port: metricsPort, path: '/metrics', agent: false }, (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolve(body));
+      })
+        .on('error', reject)
+        .end();
+    });
+    const line = text.split('\n').find((l) => l.startsWith('gw_requests_total{') && l.includes('surface="public"') && l.includes('status="200"'));
+    assert.ok(line, 'the aggregated scrape has the public-surface counter');
+    assert.equal(Number(line.split(' ').pop()), sent);
   });
 });
