@@ -13,7 +13,6 @@ describe('cloudx /cloudx/compat/… through AzureOpenAI', () => {
   let fake: FakeVendor;
   let gw: TestGateway;
   const { bootstrap, devKey } = oneTenant('azure');
-  bootstrap.orgs![0]!.rps_cap = 10_000;
 
   before(async () => {
     fake = await startFakeAzure();
@@ -99,7 +98,6 @@ describe('cloudx /cloudx/compat/… through AzureOpenAI', () => {
 describe('cloudx resource endpoints without an override: never an open proxy', () => {
   let gw: TestGateway;
   const { bootstrap, devKey } = oneTenant('azure-ssrf');
-  bootstrap.orgs![0]!.rps_cap = 10_000;
 
   before(async () => {
     gw = await startTestGateway({ bootstrap });
@@ -159,7 +157,6 @@ describe('cloudx with a stored key', () => {
   let fake: FakeVendor;
   let gw: TestGateway;
   const { bootstrap, devKey } = oneTenant('azure-stored');
-  bootstrap.orgs![0]!.rps_cap = 10_000;
 
   before(async () => {
     fake = await startFakeAzure();

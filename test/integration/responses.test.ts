@@ -22,7 +22,6 @@ describe('responses surface through the openai SDK', () => {
   let fake: FakeVendor;
   let gw: TestGateway;
   const { bootstrap, devKey } = oneTenant('resp');
-  bootstrap.orgs![0]!.rps_cap = 10_000;
 
   before(async () => {
     fake = await startFakeAzure();
