@@ -19,14 +19,17 @@ export interface StoredKeys {
 
 export const NO_STORED_KEYS: StoredKeys = { find: () => undefined };
 
-/** Pass-through beats stored; neither is 402 onboarding_incomplete. */
-export async function resolveCredential(
+/**
+ * Pass-through beats stored; neither is 402 onboarding_incomplete. Answers
+ * synchronously unless the stored-key lookup has to wait on the store.
+ */
+export function resolveCredential(
   stored: StoredKeys,
   req: GatewayRequest,
   caller: Caller,
   presented: Presented,
   provider: ProviderId,
-): Promise<StoredCredential> {
+): StoredCredential | Promise<StoredCredential> {
   const { vendorKey, vendorCarrier } = presented;
   if (vendorKey !== undefined) {
     return {
@@ -35,7 +38,12 @@ export async function resolveCredential(
     };
   }
   req.stages.begin('byok_store');
-  const found = await stored.find(caller.org.org_id, provider, req.stages);
+  const found = stored.find(caller.org.org_id, provider, req.stages);
+  if (found instanceof Promise) return found.then((f) => storedOr402(f, req, provider));
+  return storedOr402(found, req, provider);
+}
+
+function storedOr402(found: StoredCredential | undefined, req: GatewayRequest, provider: ProviderId): StoredCredential {
   req.stages.end();
   if (found) return found;
   throw new GatewayError('onboarding_incomplete', `no ${provider} credential: send one with the request or store one with /api/v1/vendor_key/create`);

@@ -80,7 +80,8 @@ export class Pipeline {
     const adapter = this.deps.providers.get(plan.provider);
     let admission: Admission;
     try {
-      admission = await admitAll(this.deps.policy, req, plan);
+      const admitted = admitAll(this.deps.policy, req, plan);
+      admission = admitted instanceof Promise ? await admitted : admitted;
     } catch (err) {
       if (err instanceof GatewayError) throw err;
       return this.passthrough(req, res, plan, adapter, 'policy', err);
@@ -111,7 +112,8 @@ export class Pipeline {
   /** credential → request → relay → accounting; returns the call's cost */
   private async dispatch(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, servedBy: HeaderList): Promise<number> {
     const { providers, upstream, metrics, limits, ring } = this.deps;
-    const { credential, location: storedLocation } = await resolveCredential(this.deps.storedKeys, req, plan.caller, plan.presented, plan.provider);
+    const resolved = resolveCredential(this.deps.storedKeys, req, plan.caller, plan.presented, plan.provider);
+    const { credential, location: storedLocation } = resolved instanceof Promise ? await resolved : resolved;
     const location = { ...adapter.defaultLocation, ...storedLocation, ...plan.location };
     for (const stage of this.deps.policy) stage.located?.(plan, location);
     const unsigned: UpstreamRequest = {
@@ -121,7 +123,8 @@ export class Pipeline {
       headers: plan.headers ? { ...forwardHeaders(req.headers, plan.keepHeaders), ...plan.headers } : forwardHeaders(req.headers, plan.keepHeaders),
       body: plan.body,
     };
-    const request = await adapter.authorize(unsigned, credential, location);
+    const authorized = adapter.authorize(unsigned, credential, location);
+    const request = authorized instanceof Promise ? await authorized : authorized;
     const outcome = await relay({ upstream, metrics, limits }, req, res, adapter, request, servedBy, plan.reply);
     if (outcome.status > 0 && res.meta.upstreamMs !== undefined) {
       metrics.observeOverhead(plan.surface.id, Math.max(0, req.stages.elapsedMs - res.meta.upstreamMs) / 1000);

@@ -164,10 +164,15 @@ export class SpendCaps {
     return `${orgId}:${period}:${id}`;
   }
 
-  private async admit(plan: RelayPlan): Promise<Admission> {
-    const orgId = plan.caller.org.org_id;
-    const cap = this.config(orgId);
+  /** uncapped tenants and costless calls are admitted at once, with no store call */
+  private admit(plan: RelayPlan): Admission | Promise<Admission> {
+    const cap = this.config(plan.caller.org.org_id);
     if (!cap || plan.costless) return ADMITTED;
+    return this.reserve(plan, cap);
+  }
+
+  private async reserve(plan: RelayPlan, cap: SpendCapConfig): Promise<Admission> {
+    const orgId = plan.caller.org.org_id;
     const period = periodOf(this.clock(), cap.period);
     const bucket = this.bucket(orgId, cap.period, period.id);
     const id = randomUUID();
