@@ -61,6 +61,7 @@ class RelayExchange implements UpstreamSink {
   private size = 0;
   private reader: StreamUsageReader | undefined;
   private idle: NodeJS.Timeout | undefined;
+  private lastChunkAt = 0;
   private deadline: NodeJS.Timeout | undefined;
   private settled = false;
   private headers: HeaderList = [];
@@ -101,7 +102,8 @@ class RelayExchange implements UpstreamSink {
       }
       this.res.start(status, this.withGatewayHeaders());
       const { streamIdleMs, streamDeadlineMs } = this.deps.limits;
-      this.idle = setTimeout(() => this.timeOut('idle', `stream silent for ${streamIdleMs / 1000} s`), streamIdleMs);
+      this.lastChunkAt = performance.now();
+      this.idle = setTimeout(() => this.checkIdle(), streamIdleMs);
       const left = Math.max(0, streamDeadlineMs - this.req.stages.elapsedMs);
       this.deadline = setTimeout(() => this.timeOut('deadline', `stream open longer than ${streamDeadlineMs / 1000} s`), left);
     } else {
@@ -117,7 +119,7 @@ class RelayExchange implements UpstreamSink {
       return true;
     }
     this.reader?.push(chunk);
-    this.idle?.refresh();
+    this.lastChunkAt = performance.now();
     const out = this.translator ? this.translator.push(chunk) : chunk;
     if (out === undefined || this.res.write(out)) return true;
     this.res.onDrain(() => this.call?.resume());
@@ -174,6 +176,14 @@ class RelayExchange implements UpstreamSink {
         : new GatewayError('upstream_unavailable', `upstream ${id} failed: ${kind}`, { cause: err });
     this.res.fail(gwErr);
     this.settle(gwErr.status, gwErr);
+  }
+
+  /** re-arming a timer per chunk cost more than the chunk's relay: the timer checks the last chunk's time when it fires */
+  private checkIdle(): void {
+    const { streamIdleMs } = this.deps.limits;
+    const silentFor = performance.now() - this.lastChunkAt;
+    if (silentFor >= streamIdleMs) this.timeOut('idle', `stream silent for ${streamIdleMs / 1000} s`);
+    else this.idle = setTimeout(() => this.checkIdle(), streamIdleMs - silentFor);
   }
 
   private timeOut(reason: 'idle' | 'deadline', message: string): void {

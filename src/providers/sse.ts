@@ -9,13 +9,22 @@ const LF = 0x0a;
  */
 export class SseScanner {
   private carry: Buffer | undefined;
+  private readonly markers: readonly Buffer[];
 
   constructor(
-    private readonly markers: readonly string[],
+    markers: readonly string[],
     private readonly onData: (payload: string) => void,
-  ) {}
+  ) {
+    this.markers = markers.map((m) => Buffer.from(m, 'latin1'));
+  }
 
   push(chunk: Buffer): void {
+    // most chunks carry no marker at all: then only an unfinished last line matters
+    if (!this.carry && !this.markers.some((m) => chunk.includes(m))) {
+      const nl = chunk.lastIndexOf(LF);
+      if (nl !== chunk.length - 1) this.carry = Buffer.from(chunk.subarray(nl + 1));
+      return;
+    }
     let buf = chunk;
     if (this.carry) {
       buf = Buffer.concat([this.carry, chunk]);
@@ -31,13 +40,16 @@ export class SseScanner {
 
   private line(buf: Buffer, start: number, end: number): void {
     // `data:` lines only; skip the rest without decoding them
-    if (end - start < 6 || buf[start] !== 0x64 /* d */ || buf.toString('latin1', start, start + 5) !== 'data:') return;
+    if (end - start < 6 || !isDataField(buf, start)) return;
     const line = buf.subarray(start, end);
-    if (!this.markers.some((m) => line.includes(m, 0, 'latin1'))) return;
+    if (!this.markers.some((m) => line.includes(m))) return;
     const text = buf.toString('utf8', start + 5, buf[end - 1] === 0x0d ? end - 1 : end).trim();
     this.onData(text);
   }
 }
+
+/** `data:` at `at`, compared byte by byte (no string per line) */
+const isDataField = (b: Buffer, at: number): boolean => b[at] === 0x64 && b[at + 1] === 0x61 && b[at + 2] === 0x74 && b[at + 3] === 0x61 && b[at + 4] === 0x3a;
 
 /** An SSE usage reader from a function that pulls usage out of one parsed event. */
 export function sseUsageReader(markers: readonly string[], extract: (event: Record<string, unknown>, acc: Usage | undefined) => Usage | undefined): StreamUsageReader {
