@@ -1,6 +1,7 @@
 import { GatewayError } from '../errors.js';
 import type { GatewayRequest, HeaderList, ResponseSink } from '../http/types.js';
 import type { ProviderAdapter } from '../providers/adapter.js';
+import { framingFor, type Framing } from '../providers/framing.js';
 import type { StreamUsageReader, UpstreamRequest, Usage } from '../providers/types.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { ReplyTransform, StreamTransform } from '../translate/types.js';
@@ -67,6 +68,9 @@ class RelayExchange implements UpstreamSink {
   private headers: HeaderList = [];
   private upstreamHeaders: Record<string, string | string[] | undefined> = {};
   private translator: StreamTransform | undefined;
+  private framing: Framing | undefined;
+  /** an unfinished event, held until the rest of it arrives */
+  private held: Buffer | undefined;
   private call: UpstreamCall | undefined;
 
   constructor(
@@ -99,6 +103,8 @@ class RelayExchange implements UpstreamSink {
       if (this.transform) {
         this.translator = this.transform.stream();
         retype(this.headers, this.transform.streamContentType);
+      } else {
+        this.framing = framingFor(String(headers['content-type']));
       }
       this.res.start(status, this.withGatewayHeaders());
       const { streamIdleMs, streamDeadlineMs } = this.deps.limits;
@@ -120,7 +126,7 @@ class RelayExchange implements UpstreamSink {
     }
     this.reader?.push(chunk);
     this.lastChunkAt = performance.now();
-    const out = this.translator ? this.translator.push(chunk) : chunk;
+    const out = this.translator ? this.translator.push(chunk) : this.wholeEvents(chunk);
     if (out === undefined || this.res.write(out)) return true;
     this.res.onDrain(() => this.call?.resume());
     return false;
@@ -128,14 +134,15 @@ class RelayExchange implements UpstreamSink {
 
   onEnd(): void {
     if (this.mode === 'stream') {
-      this.res.end(this.translator?.end());
+      // a clean end passes whatever the vendor sent last, even an unterminated event (clients discard it)
+      this.res.end(this.translator ? this.translator.end() : this.held);
       this.settle(this.status);
       return;
     }
     const { parts, size, status, transform } = this;
     let body = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size);
     let usage: Usage | undefined;
-    if (status >= 200 && status < 300) {
+    if (status >= 200 && status < 300 && (transform || isJsonOrUntyped(this.upstreamHeaders['content-type']))) {
       let json: unknown;
       try {
         json = JSON.parse(body.toString('utf8'));
@@ -178,6 +185,15 @@ class RelayExchange implements UpstreamSink {
     this.settle(gwErr.status, gwErr);
   }
 
+  /** the complete events of what has arrived; an unfinished one is held for the next chunk */
+  private wholeEvents(chunk: Buffer): Buffer | undefined {
+    const data = this.held ? Buffer.concat([this.held, chunk]) : chunk;
+    const n = (this.framing as Framing)(data);
+    this.held = n < data.length ? Buffer.from(data.subarray(n)) : undefined;
+    if (n === 0) return undefined;
+    return n === data.length ? data : data.subarray(0, n);
+  }
+
   /** re-arming a timer per chunk cost more than the chunk's relay: the timer checks the last chunk's time when it fires */
   private checkIdle(): void {
     const { streamIdleMs } = this.deps.limits;
@@ -211,6 +227,14 @@ class RelayExchange implements UpstreamSink {
     this.req.stages.end();
     this.resolve({ status, usage, upstreamMs: this.upstreamMs, streamed: this.mode === 'stream', error });
   }
+}
+
+/**
+ * Only a reply that is (or does not say it is not) JSON can be truncated JSON;
+ * audio, text transcriptions and the like pass as the vendor sent them.
+ */
+function isJsonOrUntyped(contentType: string | string[] | undefined): boolean {
+  return contentType === undefined || (typeof contentType === 'string' && contentType.includes('json'));
 }
 
 /** Puts the translated reply's content-type in place of the vendor's. */

@@ -68,17 +68,27 @@ const AWS_ERROR: Readonly<Record<number, string>> = {
 const awsErrorName = (err: GatewayError): string => AWS_ERROR[err.status] ?? (err.status < 500 ? 'ValidationException' : 'InternalServerException');
 
 /**
+ * The exception members ConverseStream's output union models, so the SDK
+ * raises a typed exception; a stream timeout has no member of its own
+ * (ModelTimeoutException is not one) and travels as modelStreamErrorException
+ * with `type: gateway_timeout` in its payload.
+ */
+const CONVERSE_STREAM_EXCEPTION: Readonly<Record<number, string>> = {
+  400: 'validationException',
+  429: 'throttlingException',
+  503: 'serviceUnavailableException',
+  504: 'modelStreamErrorException',
+};
+
+/**
  * The AWS restJson error: `x-amzn-errortype` names it (gateway_timeout is
  * ModelTimeoutException, overloaded ServiceUnavailableException) and the body
  * carries `message` beside the shared `type` and `code`. Mid-stream, one
- * event-stream exception frame whose `:exception-type` is that name as a stream member.
+ * event-stream exception frame of a member ConverseStream models.
  */
 export const converseEnvelope: ErrorRenderer = {
   renderError: (err) => json(err, errorObject(err), [['x-amzn-errortype', awsErrorName(err)]]),
-  renderStreamError: (err) => {
-    const name = awsErrorName(err);
-    return exceptionFrame(name.charAt(0).toLowerCase() + name.slice(1), JSON.stringify(errorObject(err)));
-  },
+  renderStreamError: (err) => exceptionFrame(CONVERSE_STREAM_EXCEPTION[err.status] ?? 'internalServerException', JSON.stringify(errorObject(err))),
 };
 
 /** The messages surfaces' own names for the overload and timeout envelopes (SPEC Errors). */

@@ -149,6 +149,16 @@ export function conformance(row: ConformanceCase): void {
       assert.ok(row.stream.errorType(text), `no terminal error event:\n${text}`);
     });
 
+    it('a stream cut in the middle of an event ends after a whole event with one parseable error event', async () => {
+      const call = row.call('stream', devKey);
+      const res = await send(gw, { ...call, headers: { ...call.headers, 'x-fake-cut': 'second-write' } });
+      const text = await res.text();
+      assert.equal(res.status, 200);
+      assert.equal(row.stream.complete(text), false);
+      // glued onto half an event, the error event would not parse and no type would be found
+      assert.ok(row.stream.errorType(text), `no parseable terminal error event:\n${text}`);
+    });
+
     it('client abort cancels the upstream call', async () => {
       const n = fake.received.length;
       const ac = new AbortController();

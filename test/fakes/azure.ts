@@ -16,11 +16,14 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor } from './server.js';
  * - `fail_stream`: a Responses stream that ends with the API's `error` event
  * anything else answers normally (streaming when `stream: true`).
  */
+/** a few bytes of an MP3 (ID3 header, then a frame sync): not JSON, as a speech reply is not */
+export const SPEECH = Buffer.from([0x49, 0x44, 0x33, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xfb, 0x90, 0x64, 0x00, 0x7b, 0x22]);
+
 export function startFakeAzure(): Promise<FakeVendor> {
   return startFakeVendor(async (req, res) => {
     const url = new URL(req.url, 'http://fake');
     const path = url.pathname;
-    const deployment = /^\/openai\/deployments\/([^/]+)\/(chat\/completions|embeddings)$/.exec(path);
+    const deployment = /^\/openai\/deployments\/([^/]+)\/(chat\/completions|embeddings|audio\/speech)$/.exec(path);
     const isAzure = path.startsWith('/openai/');
     if (isAzure && !url.searchParams.get('api-version') && !path.startsWith('/openai/v1/')) {
       return sendJson(res, 404, { error: { code: '404', message: 'Resource not found' } });
@@ -37,6 +40,10 @@ export function startFakeAzure(): Promise<FakeVendor> {
       return void res.end('{"id":"resp_trunc","object":"resp');
     }
     if (deployment?.[2] === 'embeddings' || path === '/openai/v1/embeddings') return sendJson(res, 200, embedding(name));
+    if (deployment?.[2] === 'audio/speech') {
+      res.writeHead(200, { 'content-type': 'audio/mpeg', 'content-length': SPEECH.length });
+      return void res.end(SPEECH);
+    }
     if (path.endsWith('/chat/completions')) {
       return body.stream ? chatStream(res, name) : sendJson(res, 200, completion(name), { 'apim-request-id': 'apim-fake' });
     }

@@ -37,6 +37,7 @@ export async function startFakeVendor(handler: FakeHandler): Promise<FakeVendor>
       res.on('close', () => {
         if (!res.writableEnded) rec.interrupted = true;
       });
+      if (req.headers['x-fake-cut'] === 'second-write') cutInSecondWrite(res);
       Promise.resolve(handler(rec, res)).catch((err: unknown) => {
         res.statusCode = 500;
         res.end(String(err));
@@ -62,6 +63,28 @@ export async function startFakeVendor(handler: FakeHandler): Promise<FakeVendor>
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * Any fake, any wire format: the second body write goes out only half, then
+ * the connection drops, so an event or frame is cut in the middle (as a
+ * vendor failing mid-event does). Later writes and the end are swallowed.
+ */
+function cutInSecondWrite(res: ServerResponse): void {
+  const write = res.write.bind(res) as (chunk: string | Uint8Array) => boolean;
+  let writes = 0;
+  let cut = false;
+  res.write = ((chunk: string | Uint8Array) => {
+    if (cut) return true;
+    if (++writes < 2) return write(chunk);
+    cut = true;
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk);
+    write(bytes.subarray(0, Math.max(1, bytes.length >> 1)));
+    // let the half reach the wire before the connection drops
+    setTimeout(() => res.socket?.destroy(), 50);
+    return true;
+  }) as ServerResponse['write'];
+  res.end = ((..._args: unknown[]) => res) as ServerResponse['end'];
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

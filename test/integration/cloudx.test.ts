@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { APIError, AzureOpenAI } from 'openai';
 import { GatewayError } from '../../src/errors.js';
 import { cloudxEndpoint } from '../../src/providers/cloudx.js';
-import { startFakeAzure } from '../fakes/azure.js';
+import { SPEECH, startFakeAzure } from '../fakes/azure.js';
 import type { FakeVendor } from '../fakes/server.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
@@ -49,6 +49,13 @@ describe('cloudx /cloudx/compat/… through AzureOpenAI', () => {
     const reply = await azure().embeddings.create({ model: 'embed-small', input: 'hello', encoding_format: 'float' });
     assert.deepEqual(reply.data[0]?.embedding, [0.25, -0.5, 0.125]);
     assert.equal(fake.received[n]!.url, `/openai/deployments/embed-small/embeddings?api-version=${API_VERSION}`);
+  });
+
+  it('relays a 2xx reply that is not JSON (text-to-speech audio) as the vendor sent it', async () => {
+    const speech = await azure().audio.speech.create({ model: 'tts', voice: 'alloy', input: 'hello' });
+    assert.equal(speech.headers.get('content-type'), 'audio/mpeg');
+    assert.equal(speech.headers.get('x-gw-error'), null);
+    assert.deepEqual(Buffer.from(await speech.arrayBuffer()), SPEECH);
   });
 
   it('a non-gw_ api-key is a pass-through Azure key; the developer key rides on x-gw-key', async () => {
