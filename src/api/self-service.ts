@@ -144,6 +144,10 @@ async function settingsView(deps: SelfServiceDeps, org: Org) {
     dev_keys: deps.directory
       .keysOf(org.org_id)
       .filter((k) => k.revoked_at === null)
-      .map((k) => ({ key_id: k.key_id, dev_key_id: k.dev_key_id, ...deps.skills.config(k.key_id) })),
+      .map((k) => {
+        // the stored document also carries bookkeeping (org_id, updated_at): CONTRACT §6 names exactly these fields
+        const { skills, skill_modes, locked_skills, skill_params } = deps.skills.config(k.key_id);
+        return { key_id: k.key_id, dev_key_id: k.dev_key_id, skills, skill_modes, locked_skills, skill_params };
+      }),
   };
 }

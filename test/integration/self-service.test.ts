@@ -52,6 +52,16 @@ for (const redis of [false, true]) {
       });
     });
 
+    it('settings dev_keys entries carry exactly the CONTRACT §6 fields once skills are stored', async () => {
+      const set = await call(gw, '/api/v1/dev_key/skills', { key: ACME, body: { skills: { pii_redaction: true }, skill_modes: { semantic_cache: 'shadow' } } });
+      assert.equal(set.status, 200);
+      const [entry] = (await call(gw, '/api/v1/settings', { key: ACME })).json['dev_keys'] as Array<Record<string, unknown>>;
+      assert.deepEqual(Object.keys(entry ?? {}).sort(), ['dev_key_id', 'key_id', 'locked_skills', 'skill_modes', 'skill_params', 'skills']);
+      assert.deepEqual(entry?.['skills'], { pii_redaction: true });
+      assert.deepEqual(entry?.['skill_modes'], { semantic_cache: 'shadow' });
+      await call(gw, '/api/v1/dev_key/skills', { key: ACME, body: { skills: { pii_redaction: false }, skill_modes: { semantic_cache: 'off' } } });
+    });
+
     it('sets, reports and removes a spend cap', async () => {
       const set = await call(gw, '/api/v1/spend_cap/update', { key: ACME, body: { cap_usd: 12.5, period: 'day' } });
       assert.equal(set.status, 200);
