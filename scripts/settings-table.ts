@@ -58,8 +58,8 @@ export const MEANING: Readonly<Record<string, string>> = {
   GW_IDP_JWKS: 'required with `GW_IDP_ISSUER`',
   GW_IDP_AUDIENCE: 'expected `aud` of IdP tokens',
   GW_IDP_GROUP_MAP: 'e.g. `{"platform":"acme"}`; a group may map to an array of org ids',
-  GW_DEDICATED_TENANT: 'serve only this org and its sub-tenants; others get 403 `forbidden`',
-  GW_ALLOWED_REGIONS: '`*` suffix for a prefix (`eu-*`); outside: 451 `forbidden` (docs/operations.md, Policy refusals)',
+  GW_DEDICATED_TENANT: 'serve only this org and its sub-tenants; others get 403 `forbidden` on every authenticated route',
+  GW_ALLOWED_REGIONS: '`*` suffix for a prefix (`eu-*`); an upstream naming no region counts as `global`; outside: 451 `forbidden` (docs/operations.md, Policy refusals)',
   GW_SHUTDOWN_GRACE_S: 'seconds',
 };
 

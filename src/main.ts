@@ -125,7 +125,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     settings.GW_IDP_ISSUER && settings.GW_IDP_JWKS
       ? await IdpVerifier.create({ issuer: settings.GW_IDP_ISSUER, jwks: settings.GW_IDP_JWKS, audience: settings.GW_IDP_AUDIENCE, groupMap: settings.GW_IDP_GROUP_MAP })
       : undefined;
-  const entitlement = new Entitlement({ directory, configSecret: settings.GW_CONFIG_SECRET, adminKey: settings.GW_ADMIN_KEY, idp });
+  const entitlement = new Entitlement({ directory, configSecret: settings.GW_CONFIG_SECRET, adminKey: settings.GW_ADMIN_KEY, idp, dedicatedTenant: settings.GW_DEDICATED_TENANT });
   const pipeline = new Pipeline({
     directory,
     providers,

@@ -6,14 +6,20 @@ import type { Directory } from './directory.js';
 
 /**
  * GW_DEDICATED_TENANT: a deployment dedicated to one org serves that org and
- * its sub-tenants only; anyone else is 403 forbidden.
+ * its sub-tenants only; anyone else is 403 forbidden, on the relays (the
+ * policy stage below) and on every configuration, skill and telemetry route
+ * (Entitlement). The admin routes stay the deployment admin's.
  */
+export function refuseUnlessServed(tenant: string, directory: Directory, orgId: string): void {
+  if (!directory.isWithin(orgId, tenant)) throw new GatewayError('forbidden', 'this deployment is dedicated to another tenant');
+}
+
 export function dedicatedTenantStage(tenant: string, directory: Directory): PolicyStage {
   return {
     name: 'dedicated_tenant',
     admit(_req: GatewayRequest, plan: RelayPlan) {
-      if (directory.isWithin(plan.caller.org.org_id, tenant)) return ADMITTED;
-      throw new GatewayError('forbidden', 'this deployment is dedicated to another tenant');
+      refuseUnlessServed(tenant, directory, plan.caller.org.org_id);
+      return ADMITTED;
     },
   };
 }

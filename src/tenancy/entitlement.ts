@@ -2,6 +2,7 @@ import { GatewayError } from '../errors.js';
 import type { GatewayRequest } from '../http/types.js';
 import { parseJsonObject } from '../http/validate.js';
 import { queryParam, type Caller } from '../pipeline/auth.js';
+import { refuseUnlessServed } from './dedicated.js';
 import type { Directory } from './directory.js';
 import type { IdpIdentity, IdpVerifier } from './idp.js';
 import { secretEquals } from './secrets.js';
@@ -18,6 +19,8 @@ export interface EntitlementOptions {
   configSecret: string | undefined;
   adminKey: string | undefined;
   idp: IdpVerifier | undefined;
+  /** GW_DEDICATED_TENANT: only that org and its sub-tenants are served */
+  dedicatedTenant?: string;
 }
 
 export interface IdentifyOptions {
@@ -60,6 +63,8 @@ export class Entitlement {
     if (devKey !== undefined) {
       const caller = this.opts.directory.authenticate(devKey);
       if (!caller) throw unknownCredential();
+      // a foreign org's key is refused before its body is even read
+      this.refuseUnlessServed(caller.org);
       return { kind: 'dev_key', caller };
     }
     if (options.deploymentSecrets) {
@@ -88,8 +93,15 @@ export class Entitlement {
    * The org a request acts on, from the tenants it names (path org_id, query or
    * body tenant_id). Naming another tenant is 403 (`forbidden`, or
    * idp_forbidden_error for an IdP token); the deployment's secrets must name one.
+   * On a dedicated deployment an org outside its tenant is 403 forbidden.
    */
   tenant(principal: Principal, named: ReadonlyArray<string | undefined>): Org {
+    const org = this.namedOrg(principal, named);
+    this.refuseUnlessServed(org);
+    return org;
+  }
+
+  private namedOrg(principal: Principal, named: ReadonlyArray<string | undefined>): Org {
     const names = [...new Set(named.filter((n): n is string => n !== undefined))];
     if (names.length > 1) throw new GatewayError('forbidden', `the request names more than one tenant (${names.join(', ')})`);
     const [name] = names;
@@ -130,6 +142,11 @@ export class Entitlement {
     const owner = key && directory.isWithin(key.org_id, tenant.org_id) ? directory.org(key.org_id) : undefined;
     if (!key || !owner) throw new GatewayError('not_found', `no key ${ref} in org ${tenant.org_id} or its sub-tenants`);
     return { key, owner };
+  }
+
+  /** 403 forbidden on a dedicated deployment for an org outside its tenant, whoever presents it */
+  private refuseUnlessServed(org: Org): void {
+    if (this.opts.dedicatedTenant !== undefined) refuseUnlessServed(this.opts.dedicatedTenant, this.opts.directory, org.org_id);
   }
 
   private matches(presented: string, secret: string | undefined): boolean {

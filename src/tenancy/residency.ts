@@ -10,19 +10,29 @@ const RESIDENCY_STATUS = 451;
 /** Legacy regional cloudx endpoints name their region: `https://eastus.api.cognitive.microsoft.com`. */
 const REGIONAL_ENDPOINT = /^https?:\/\/([a-z0-9]+)\.api\.cognitive\.microsoft\.com(?::\d+)?$/i;
 
+/** The region an upstream that names none counts as: the gateway cannot say where it runs. */
+export const UNKNOWN_REGION = 'global';
+
 /**
- * The region a call's upstream runs in, when the location names one: the
- * cloudy region, the Vertex location, or a regional cloudx endpoint. Resource
- * endpoints (`https://<resource>.openai.azure.com`) and vendors without
- * regions name none.
+ * The region a location names, if any: the cloudy region, the Vertex
+ * location, or a regional cloudx endpoint. Resource endpoints
+ * (`https://<resource>.openai.azure.com`) and vendors without regions name none.
  */
-export function upstreamRegion(loc: Location | undefined): string | undefined {
+export function namedRegion(loc: Location | undefined): string | undefined {
   if (!loc) return undefined;
   if (loc.region) return loc.region.toLowerCase();
   if (loc.location) return loc.location.toLowerCase();
   const m = loc.endpoint ? REGIONAL_ENDPOINT.exec(loc.endpoint) : null;
   return m?.[1]?.toLowerCase();
 }
+
+/**
+ * The region a call's upstream runs in: the one its resolved location names,
+ * else `global`. Counting the unknown as `global` makes the rule fail closed:
+ * `eu-*` refuses openai, msgvendor, genvendor and cloudx resource endpoints
+ * unless the operator also lists `global`.
+ */
+export const upstreamRegion = (loc: Location | undefined): string => namedRegion(loc) ?? UNKNOWN_REGION;
 
 /** GW_ALLOWED_REGIONS: comma-separated, case-insensitive; an entry ending in `*` is a prefix (`eu-*`, `europe-*`). */
 export function parseAllowedRegions(setting: string): (region: string) => boolean {
@@ -38,24 +48,23 @@ export function parseAllowedRegions(setting: string): (region: string) => boolea
 /**
  * Data residency: a call whose upstream region is outside GW_ALLOWED_REGIONS
  * is 451 forbidden before anything is sent, whether the region came with
- * the call or from a stored key. Upstreams that name no region are not
- * subject to the rule (docs/operations.md says so).
+ * the call or from a stored key.
  */
 export function residencyStage(allowedRegions: string): PolicyStage {
   const allowed = parseAllowedRegions(allowedRegions);
-  const check = (loc: Location | undefined): void => {
-    const region = upstreamRegion(loc);
-    if (region === undefined || allowed(region)) return;
+  const check = (region: string): void => {
+    if (allowed(region)) return;
     throw new GatewayError('forbidden', `upstream region ${region} is outside this deployment's allowed regions (${allowedRegions})`, { status: RESIDENCY_STATUS });
   };
   return {
     name: 'residency',
-    // the caller's own location first, before any stored-key lookup
+    // a region the caller names is refused before any stored-key lookup; naming none decides nothing yet
     admit(_req: GatewayRequest, plan: RelayPlan) {
-      check(plan.location);
+      const region = namedRegion(plan.location);
+      if (region !== undefined) check(region);
       return ADMITTED;
     },
-    // then the resolved one, which may come from a stored key
-    located: (_plan: RelayPlan, location: Location) => check(location),
+    // the resolved location (provider default, stored key, caller) decides, an unnamed region counting as global
+    located: (_plan: RelayPlan, location: Location) => check(upstreamRegion(location)),
   };
 }
