@@ -1,5 +1,5 @@
 import type { ResponseSink } from '../http/types.js';
-import { costUsd } from '../providers/catalog.js';
+import { costUsd, pricedModel } from '../providers/catalog.js';
 import type { InspectorRing } from '../telemetry/ring.js';
 import type { Caller } from './auth.js';
 import type { RelayOutcome } from './relay.js';
@@ -14,9 +14,14 @@ export interface CallRecord {
   latencyMs: number;
 }
 
-/** Turns a finished call into its inspector row; returns the cost so caps can settle on it. */
-export function account(ring: InspectorRing, res: ResponseSink, rec: CallRecord): number {
-  const cost = costUsd(rec.model, rec.outcome.usage);
+/**
+ * Turns a finished call into its inspector row. Returns the cost caps settle
+ * on, or undefined when the vendor billed a call whose usage the gateway never
+ * saw (a stream without a usage event, a client gone before the reply): a cap
+ * then keeps the call's whole reservation, never less than it may have cost.
+ */
+export function account(ring: InspectorRing, res: ResponseSink, rec: CallRecord): number | undefined {
+  const cost = costUsd(pricedModel(rec.model, rec.outcome.usage), rec.outcome.usage);
   ring.push({
     request_id: rec.requestId,
     ts: new Date().toISOString(),
@@ -37,5 +42,7 @@ export function account(ring: InspectorRing, res: ResponseSink, rec: CallRecord)
     prompt_preview: '',
   });
   res.meta.tenant = rec.caller.org.org_id;
-  return cost;
+  const { status, usage } = rec.outcome;
+  const billedUnseen = usage === undefined && ((status >= 200 && status < 300) || status === 499);
+  return billedUnseen ? undefined : cost;
 }

@@ -84,14 +84,16 @@ export class Pipeline {
       admission = admitted instanceof Promise ? await admitted : admitted;
     } catch (err) {
       if (err instanceof GatewayError) throw err;
-      return this.passthrough(req, res, plan, adapter, 'policy', err);
+      await this.passthrough(req, res, plan, adapter, 'policy', err);
+      return;
     }
-    let cost = 0;
+    let cost: number | undefined = 0;
     try {
       cost = await this.dispatch(req, res, plan, adapter, SERVED_BY_PIPELINE);
     } catch (err) {
       if (err instanceof GatewayError || res.started) throw err;
-      return this.passthrough(req, res, plan, adapter, 'dispatch', err);
+      // settled below with what the direct call cost
+      cost = await this.passthrough(req, res, plan, adapter, 'dispatch', err);
     } finally {
       admission.settle(cost);
     }
@@ -103,14 +105,14 @@ export class Pipeline {
    * as the caller sent it, with no policy or accounting, marked
    * `x-gw-served-by: direct_passthrough`; the reason is logged and counted.
    */
-  private async passthrough(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, stage: string, err: unknown): Promise<void> {
+  private async passthrough(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, stage: string, err: unknown): Promise<number | undefined> {
     this.deps.metrics.passthrough.inc({ stage });
     req.log.warn({ err, stage }, 'internal fault: relaying directly to the provider');
-    await this.dispatch(req, res, plan, adapter, SERVED_DIRECTLY);
+    return this.dispatch(req, res, plan, adapter, SERVED_DIRECTLY);
   }
 
-  /** credential → request → relay → accounting; returns the call's cost */
-  private async dispatch(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, servedBy: HeaderList): Promise<number> {
+  /** credential → request → relay → accounting; returns the call's cost (undefined: billed, usage unseen) */
+  private async dispatch(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, servedBy: HeaderList): Promise<number | undefined> {
     const { providers, upstream, metrics, limits, ring } = this.deps;
     const resolved = resolveCredential(this.deps.storedKeys, req, plan.caller, plan.presented, plan.provider);
     const { credential, location: storedLocation } = resolved instanceof Promise ? await resolved : resolved;
@@ -138,7 +140,7 @@ export class Pipeline {
       outcome,
       latencyMs: req.stages.elapsedMs,
     });
-    metrics.recordUsage(plan.provider, outcome.usage, cost);
+    metrics.recordUsage(plan.provider, outcome.usage, cost ?? 0);
     return cost;
   }
 }

@@ -5,10 +5,11 @@ import type { RelayPlan } from './index.js';
 /**
  * What the tenant's own policy decided before a call goes upstream (model
  * access, rate limit, spend-cap reservation, residency). `settle` runs once
- * the reply has ended, with the real cost.
+ * the reply has ended, with the real cost, or undefined when the vendor billed
+ * a call whose usage the gateway never saw (a reservation is then kept whole).
  */
 export interface Admission {
-  settle(costUsd: number): void;
+  settle(costUsd: number | undefined): void;
 }
 
 /** A policy stage: throws a GatewayError to refuse, or admits. */

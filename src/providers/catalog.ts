@@ -72,6 +72,29 @@ export function lookupModel(name: string | undefined): CatalogModel | undefined 
   return BY_ID.get(bare) ?? BY_LENGTH.find((c) => bare.startsWith(`${c.id}-`) || bare.startsWith(`${c.id}@`));
 }
 
+/**
+ * The catalog model a call is priced as: the one it asked for, or, when that
+ * name is not a catalog model (an Azure deployment name), the one the reply
+ * says served it.
+ */
+export function pricedModel(asked: string | undefined, usage: Usage | undefined): string | undefined {
+  return lookupModel(asked) ? asked : (usage?.model ?? asked);
+}
+
+/**
+ * The most expensive catalog model a provider serves (by output, then input
+ * price), for a worst case when the model asked for is unknown; a provider
+ * with no catalog models of its own (cloudx hosts OpenAI's) falls back to
+ * `sameModelsAs`, then to the whole catalog.
+ */
+export function priciestModel(provider: ProviderId, sameModelsAs?: ProviderId): CatalogModel {
+  const pick = (models: readonly CatalogModel[]) =>
+    models.reduce<CatalogModel | undefined>((best, m) => (!best || m.price.output > best.price.output || (m.price.output === best.price.output && m.price.input > best.price.input) ? m : best), undefined);
+  const own = CATALOG.filter((m) => m.provider === provider);
+  const same = sameModelsAs === undefined ? [] : CATALOG.filter((m) => m.provider === sameModelsAs);
+  return (pick(own) ?? pick(same) ?? pick(CATALOG)) as CatalogModel;
+}
+
 /** USD for a call's usage at catalog prices; 0 for a model the catalog does not know. */
 export function costUsd(model: string | undefined, usage: Usage | undefined): number {
   const entry = lookupModel(model);

@@ -19,7 +19,9 @@ const replyUsage = (reply: unknown): Usage | undefined => {
   const r = reply as Record<string, unknown>;
   // a Responses stream event carries the response object; a chat chunk carries usage itself
   const response = r['response'] as Record<string, unknown> | undefined;
-  return openaiUsage(r['usage'] ?? response?.['usage']);
+  const usage = openaiUsage(r['usage'] ?? response?.['usage']);
+  const model = r['model'] ?? response?.['model'];
+  return usage && typeof model === 'string' ? { ...usage, model } : usage;
 };
 
 export const openai: ProviderAdapter = {

@@ -6,6 +6,8 @@ export interface Usage {
   input_tokens: number;
   output_tokens: number;
   cached_tokens: number;
+  /** the model the reply says served it, where the format carries one (an Azure deployment's real model) */
+  model?: string;
 }
 
 /** A request ready for the wire. Providers build these; upstream/ sends them. */

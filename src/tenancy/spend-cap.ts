@@ -3,7 +3,8 @@ import { GatewayError } from '../errors.js';
 import type { GatewayRequest } from '../http/types.js';
 import type { RelayPlan } from '../pipeline/index.js';
 import { ADMITTED, type Admission, type PolicyStage } from '../pipeline/policy.js';
-import { costUsd, lookupModel } from '../providers/catalog.js';
+import { costUsd, lookupModel, priciestModel } from '../providers/catalog.js';
+import type { ProviderId } from '../providers/types.js';
 import type { MeterBucket, MeterStore } from '../stores/meter.js';
 import type { DocStore } from '../stores/types.js';
 import type { Logger } from '../telemetry/log.js';
@@ -60,47 +61,50 @@ export function periodOf(now: number, period: CapPeriod): { id: string; start: n
   return { id: new Date(start).toISOString().slice(0, 7), start, end: Date.UTC(y, m + 1, 1) };
 }
 
-const OUTPUT_LIMIT_FIELDS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens', 'maxTokens', 'maxOutputTokens'].map((f) => Buffer.from(`"${f}"`));
+/** Where each surface's body names its output limit and how many choices it asks for. */
+const OUTPUT_LIMIT_PATHS = [['max_tokens'], ['max_completion_tokens'], ['max_output_tokens'], ['generationConfig', 'maxOutputTokens'], ['inferenceConfig', 'maxTokens']];
+const CHOICE_PATHS = [['n'], ['generationConfig', 'candidateCount']];
 
-/**
- * The largest output limit the body names under any surface's field name, or
- * undefined. Scans bytes natively (Buffer.indexOf) instead of parsing the
- * JSON: a quoted name followed by `:` is always a key in valid JSON, and when a
- * nested object repeats a name the largest value wins, which only over-reserves.
- */
-export function requestedOutputTokens(body: Buffer): number | undefined {
-  let best: number | undefined;
-  for (const field of OUTPUT_LIMIT_FIELDS) {
-    for (let at = body.indexOf(field); at !== -1; at = body.indexOf(field, at + field.length)) {
-      let i = at + field.length;
-      while (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09) i++;
-      if (body[i++] !== 0x3a) continue;
-      while (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09) i++;
-      let n = 0;
-      let digits = 0;
-      for (let c = body[i]; c !== undefined && c >= 0x30 && c <= 0x39 && digits < 10; c = body[++i]) {
-        n = n * 10 + c - 0x30;
-        digits++;
-      }
-      if (digits > 0 && (best === undefined || n > best)) best = n;
-    }
-  }
-  return best;
+function numberAt(doc: unknown, path: readonly string[]): number | undefined {
+  let v: unknown = doc;
+  for (const k of path) v = typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>)[k] : undefined;
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined;
 }
 
+/** the largest value any of `paths` names in the parsed body */
+const largestAt = (doc: unknown, paths: readonly string[][]): number | undefined =>
+  paths.reduce<number | undefined>((best, p) => {
+    const v = numberAt(doc, p);
+    return v !== undefined && (best === undefined || v > best) ? v : best;
+  }, undefined);
+
 /**
- * Worst-case cost of a call at catalog prices: every body byte counted as a
- * third of a prompt token (text runs about four bytes per token, CJK about
- * three, and JSON punctuation only adds bytes), plus the requested output
- * limit, or the model's own limit when none is asked. A model the catalog
- * does not know costs 0, as it does in accounting.
+ * An upper bound of a call's cost at catalog prices, reserved before it is sent:
+ * - prompt: one token per body byte, at most the model's context window. The
+ *   tokenizers in use (byte-level BPE, SentencePiece with byte fallback) never
+ *   make a token of less than one byte, and no call reads past its window, so
+ *   neither dense text (base64, CJK) nor a large image can exceed it.
+ * - output: the limit the body sets where its surface sets it, times the
+ *   choices it asks for (`n`, `candidateCount`), at most the model's own
+ *   limit; the model's own limit when the body sets none.
+ * - a model the catalog does not know (an Azure deployment name) is priced as
+ *   the priciest model its provider serves; the call settles to its real cost
+ *   once the reply names the model that served it.
+ * Only capped tenants pay for the parse.
  */
-export function worstCaseUsd(model: string | undefined, body: Buffer): number {
-  const entry = lookupModel(model);
-  if (!entry) return 0;
-  const asked = requestedOutputTokens(body);
-  const output = asked === undefined ? entry.max_output_tokens : Math.min(asked, entry.max_output_tokens || asked);
-  return costUsd(model, { input_tokens: Math.ceil(body.length / 3), output_tokens: output, cached_tokens: 0 });
+export function worstCaseUsd(model: string | undefined, body: Buffer, provider: ProviderId): number {
+  const entry = lookupModel(model) ?? priciestModel(provider, provider === 'cloudx' ? 'openai' : undefined);
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body.toString('utf8'));
+  } catch {
+    doc = undefined;
+  }
+  const asked = largestAt(doc, OUTPUT_LIMIT_PATHS);
+  const choices = largestAt(doc, CHOICE_PATHS) ?? 1;
+  const perChoice = asked === undefined ? entry.max_output_tokens : Math.min(asked, entry.max_output_tokens || asked);
+  const input = Math.min(body.length, entry.context_window);
+  return costUsd(entry.id, { input_tokens: input, output_tokens: Math.ceil(perChoice * choices), cached_tokens: 0 });
 }
 
 /**
@@ -176,7 +180,7 @@ export class SpendCaps {
     const period = periodOf(this.clock(), cap.period);
     const bucket = this.bucket(orgId, cap.period, period.id);
     const id = randomUUID();
-    const amount = worstCaseUsd(plan.model, plan.body);
+    const amount = worstCaseUsd(plan.model, plan.body, plan.provider);
     let result;
     try {
       result = await this.opts.meter.reserve({ bucket, id, amount, cap: cap.cap_usd, leaseMs: this.leaseMs, keepUntil: period.end + KEEP_AFTER_END_MS });
@@ -189,9 +193,10 @@ export class SpendCaps {
     if (!result.admitted) throw this.exhausted(cap, result.settled, result.reserved, amount, period.end);
     this.track(bucket, id);
     return {
+      // an unknown cost (billed, usage unseen) keeps the whole reservation
       settle: (cost) => {
         this.untrack(bucket, id);
-        this.opts.meter.settle(bucket, id, cost).catch((err: unknown) => {
+        this.opts.meter.settle(bucket, id, cost ?? amount).catch((err: unknown) => {
           this.opts.metrics.spendCapStoreFailures.inc({ op: 'settle' });
           this.opts.log.warn({ err: String(err), org_id: orgId, cost_usd: cost }, 'spend cap: settlement lost; the reservation lapses with its lease');
         });

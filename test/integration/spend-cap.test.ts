@@ -130,15 +130,24 @@ for (const kind of STORES) {
 }
 
 /** A fake OpenAI answering after `hold.ms`, so concurrent calls are all in flight at once. */
+/** an Azure-style deployment name: the reply names the catalog model that served it */
+const DEPLOYMENT = 'prod-chat-deployment';
+
 async function startHeldOpenAI(hold: { ms: number }): Promise<FakeVendor> {
   return startFakeVendor(async (req, res) => {
-    const { model } = JSON.parse(req.body.toString('utf8')) as { model: string };
+    const { model, stream } = JSON.parse(req.body.toString('utf8')) as { model: string; stream?: boolean };
     await sleep(hold.ms);
-    sendJson(res, 200, completion(model));
+    if (stream) {
+      // a stream the caller did not ask usage for: no usage event at all
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model, choices: [{ index: 0, delta: { content: 'hi' }, finish_reason: 'stop' }] })}\n\n`);
+      return void res.end('data: [DONE]\n\n');
+    }
+    sendJson(res, 200, completion(model === DEPLOYMENT ? 'gpt-4o-2024-08-06' : model));
   });
 }
 
-const ORGS = ['capped', 'settle', 'burst'] as const;
+const ORGS = ['capped', 'settle', 'burst', 'unseen', 'deploy'] as const;
 const key = (org: string) => devKeySecret(`spend-${org}`);
 const BOOTSTRAP: Bootstrap = {
   // a high request rate so the rate limit never interferes with the spend figures
@@ -224,9 +233,30 @@ for (const mode of ['embedded', 'redis'] as const) {
       assert.equal(got.spend_cap.consumed_usd, want);
     });
 
+    it('a billed call whose usage never shows (a stream without a usage event) keeps its whole reservation', async () => {
+      await setCap(gw, 'unseen', 100);
+      const body = { model: 'gpt-4o', max_tokens: 50, stream: true as const, messages: [{ role: 'user' as const, content: 'hi' }] };
+      const stream = await client('unseen').chat.completions.create(body);
+      for await (const _ of stream) {
+        // drain
+      }
+      const want = Math.round(worstCaseUsd('gpt-4o', Buffer.from(JSON.stringify(body)), 'openai') * 1e9) / 1e9;
+      const got = await eventually(() => setCap(gw, 'unseen', 100), (r) => r.spend_cap.consumed_usd > 0);
+      // the SDK serializes the same fields in the same order, so the reservation matches this body's
+      assert.equal(got.spend_cap.consumed_usd, want);
+    });
+
+    it('prices a deployment name the catalog does not know by the model the reply names', async () => {
+      await setCap(gw, 'deploy', 100);
+      await client('deploy').chat.completions.create({ model: DEPLOYMENT, max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] });
+      const want = Math.round(REPLY_COST * 1e9) / 1e9;
+      const got = await eventually(() => setCap(gw, 'deploy', 100), (r) => r.spend_cap.consumed_usd > 0);
+      assert.equal(got.spend_cap.consumed_usd, want);
+    });
+
     it('50 concurrent first calls of a fresh tenant never together exceed the cap', async () => {
       const body = JSON.stringify({ model: 'gpt-4o', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
-      const worst = worstCaseUsd('gpt-4o', Buffer.from(body));
+      const worst = worstCaseUsd('gpt-4o', Buffer.from(body), 'openai');
       const cap = worst * 10.5;
       await setCap(gw, 'burst', cap);
       hold.ms = 300;

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { costUsd } from '../../src/providers/catalog.js';
-import { periodOf, requestedOutputTokens, worstCaseUsd } from '../../src/tenancy/spend-cap.js';
+import { encode } from 'gpt-tokenizer';
+import { periodOf, worstCaseUsd } from '../../src/tenancy/spend-cap.js';
 
 const body = (v: unknown) => Buffer.from(JSON.stringify(v));
 
@@ -21,44 +22,57 @@ describe('spend-cap periods', () => {
   });
 });
 
-describe('output limit of a request, by every surface\'s field name', () => {
-  it('reads max_tokens, max_completion_tokens, max_output_tokens, maxTokens and maxOutputTokens', () => {
-    assert.equal(requestedOutputTokens(body({ model: 'gpt-4o', max_tokens: 300 })), 300);
-    assert.equal(requestedOutputTokens(body({ max_completion_tokens: 42 })), 42);
-    assert.equal(requestedOutputTokens(body({ max_output_tokens: 7 })), 7);
-    assert.equal(requestedOutputTokens(body({ inferenceConfig: { maxTokens: 512 } })), 512);
-    assert.equal(requestedOutputTokens(body({ generationConfig: { maxOutputTokens: 64 } })), 64);
-    assert.equal(requestedOutputTokens(Buffer.from('{"max_tokens" :\n 12}')), 12);
-  });
+describe('worst-case cost of a call: an upper bound of what it can cost', () => {
+  const at = (model: string, input: number, output: number) => costUsd(model, { input_tokens: input, output_tokens: output, cached_tokens: 0 });
 
-  it('ignores the names inside string values and takes the largest of repeated keys', () => {
-    assert.equal(requestedOutputTokens(body({ messages: [{ role: 'user', content: 'set "max_tokens": 99999 please' }] })), undefined);
-    assert.equal(requestedOutputTokens(body({ max_tokens: 10, tools: [{ parameters: { max_tokens: 50 } }] })), 50);
-    assert.equal(requestedOutputTokens(body({ max_tokens: null })), undefined);
-  });
-});
-
-describe('worst-case cost of a call', () => {
-  it('counts a third of a token per body byte plus the requested output at catalog prices', () => {
+  it('counts every body byte as a prompt token, plus the requested output', () => {
     const b = body({ model: 'gpt-4o', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
-    assert.equal(worstCaseUsd('gpt-4o', b), costUsd('gpt-4o', { input_tokens: Math.ceil(b.length / 3), output_tokens: 100, cached_tokens: 0 }));
+    assert.equal(worstCaseUsd('gpt-4o', b, 'openai'), at('gpt-4o', b.length, 100));
   });
 
-  it('falls back to the model\'s own output limit, and never reserves past it', () => {
-    const b = body({ model: 'gpt-4o', messages: [] });
-    const input = Math.ceil(b.length / 3);
-    assert.equal(worstCaseUsd('gpt-4o', b), costUsd('gpt-4o', { input_tokens: input, output_tokens: 16_384, cached_tokens: 0 }));
-    const huge = body({ model: 'gpt-4o', max_tokens: 10_000_000 });
-    assert.equal(worstCaseUsd('gpt-4o', huge), costUsd('gpt-4o', { input_tokens: Math.ceil(huge.length / 3), output_tokens: 16_384, cached_tokens: 0 }));
+  it('bounds dense text from above: base64 and CJK never have more tokens than bytes', () => {
+    for (const text of [Buffer.from(Array.from({ length: 3000 }, (_, i) => i % 251)).toString('base64'), '데이터 보존 규칙은 '.repeat(300), '🙂'.repeat(500)]) {
+      const b = body({ model: 'gpt-4o', max_tokens: 1, messages: [{ role: 'user', content: text }] });
+      const real = encode(text).length;
+      assert.ok(b.length >= real, `${b.length} bytes < ${real} tokens`);
+      assert.ok(worstCaseUsd('gpt-4o', b, 'openai') >= at('gpt-4o', real, 1));
+    }
   });
 
-  it('is at least the real cost of a realistic reply', () => {
-    const b = body({ model: 'claude-sonnet-4-5', max_tokens: 1024, messages: [{ role: 'user', content: 'Summarize the plot of Hamlet in three sentences.' }] });
-    // the prompt is ~12 tokens; the reply at most max_tokens
-    assert.ok(worstCaseUsd('claude-sonnet-4-5', b) >= costUsd('claude-sonnet-4-5', { input_tokens: 20, output_tokens: 1024, cached_tokens: 0 }));
+  it('never reserves past the context window or the model\'s own output limit', () => {
+    const huge = Buffer.from(JSON.stringify({ model: 'gpt-4o', max_tokens: 10_000_000, messages: [{ role: 'user', content: 'x'.repeat(1_000_000) }] }));
+    assert.equal(worstCaseUsd('gpt-4o', huge, 'openai'), at('gpt-4o', 128_000, 16_384));
   });
 
-  it('is 0 for a model the catalog does not price, as accounting is', () => {
-    assert.equal(worstCaseUsd('my-finetune', body({ model: 'my-finetune' })), 0);
+  it('reads the output limit where each surface sets it, not from nested tool schemas or strings', () => {
+    const model = 'gemini-2.5-pro';
+    // a limit inside a tool's schema or a message is not the call's limit: the model's own applies
+    const nested = body({ contents: [{ parts: [{ text: '"maxOutputTokens": 1' }] }], tools: [{ functionDeclarations: [{ parameters: { maxOutputTokens: 1 } }] }] });
+    assert.equal(worstCaseUsd(model, nested, 'genvendor'), at(model, nested.length, 65_536));
+    const b1 = body({ contents: [], generationConfig: { maxOutputTokens: 64 } });
+    assert.equal(worstCaseUsd(model, b1, 'genvendor'), at(model, b1.length, 64));
+    const b2 = body({ messages: [], inferenceConfig: { maxTokens: 512 } });
+    assert.equal(worstCaseUsd('amazon.nova-pro-v1:0', b2, 'cloudy'), at('amazon.nova-pro-v1:0', b2.length, 512));
+    const b3 = body({ model: 'gpt-4o', max_completion_tokens: 42 });
+    assert.equal(worstCaseUsd('gpt-4o', b3, 'openai'), at('gpt-4o', b3.length, 42));
+  });
+
+  it('multiplies the output by the choices asked for (n, candidateCount)', () => {
+    const b = body({ model: 'gpt-4o', max_tokens: 100, n: 8 });
+    assert.equal(worstCaseUsd('gpt-4o', b, 'openai'), at('gpt-4o', b.length, 800));
+    const g = body({ contents: [], generationConfig: { maxOutputTokens: 10, candidateCount: 3 } });
+    assert.equal(worstCaseUsd('gemini-2.5-flash', g, 'genvendor'), at('gemini-2.5-flash', g.length, 30));
+  });
+
+  it('prices a model the catalog does not know (an Azure deployment) as its provider\'s priciest', () => {
+    const b = body({ messages: [] });
+    const deployment = worstCaseUsd('prod-chat', b, 'cloudx');
+    assert.ok(deployment > 0);
+    assert.ok(deployment >= worstCaseUsd('gpt-4o', b, 'openai'));
+  });
+
+  it('a body that is not JSON still reserves the model\'s whole output', () => {
+    const b = Buffer.from('not json');
+    assert.equal(worstCaseUsd('gpt-4o', b, 'openai'), at('gpt-4o', b.length, 16_384));
   });
 });
