@@ -57,6 +57,8 @@ export function presentedCredentials(req: GatewayRequest, carriers: readonly Key
     }
   }
   const explicit = req.headers['x-gw-provider-key'];
+  // CONTRACT §3: a gw_ value is never forwarded upstream
+  if (explicit?.startsWith(DEV_PREFIX)) throw new GatewayError('request_error', 'x-gw-provider-key carries a gateway developer key; it takes the vendor credential', { fields: { field: 'x-gw-provider-key' } });
   if (explicit !== undefined && explicit !== '') {
     vendorKey = explicit;
     vendorCarrier = 'x-gw-provider-key';

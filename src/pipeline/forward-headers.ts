@@ -59,7 +59,8 @@ export function relayResponseHeaders(headers: Record<string, string | string[] |
   const out: Array<[string, string]> = [];
   for (const k in headers) {
     const v = headers[k];
-    if (v === undefined || RESPONSE_DROPPED.has(k)) continue;
+    // the gateway's own headers are the gateway's to write: a vendor's x-gw-* never reaches the caller
+    if (v === undefined || RESPONSE_DROPPED.has(k) || k.startsWith('x-gw-')) continue;
     if (Array.isArray(v)) for (const one of v) out.push([k, one]);
     else out.push([k, v]);
   }

@@ -67,6 +67,17 @@ describe('chat-completions relay through the openai SDK', () => {
     assert.equal(/\r\nx-gw-/i.test(wire), false);
   });
 
+  it('refuses a developer key on x-gw-provider-key (400) rather than forward it', async () => {
+    const before = fake.received.length;
+    const err = await client(devKey, { 'x-gw-provider-key': devKey })
+      .chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] })
+      .then(() => assert.fail('expected 400'), (e: unknown) => e);
+    assert.ok(err instanceof OpenAI.APIError);
+    assert.equal(err.status, 400);
+    assert.equal(err.headers?.get('x-gw-error'), 'request_error');
+    assert.equal(fake.received.length, before, 'nothing went upstream');
+  });
+
   it('relays the vendor\'s headers and adds the gateway\'s own', async () => {
     const { response, request_id } = await client().chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
     assert.equal(request_id, 'req_fake_openai');

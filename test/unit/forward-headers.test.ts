@@ -75,6 +75,10 @@ describe('relayResponseHeaders', () => {
       'x-request-id': 'req_1',
       'set-cookie': ['a=1', 'b=2'],
       'x-empty': undefined,
+      // a vendor (or a proxy in front of it) must not speak for the gateway
+      'x-gw-error': 'spoofed',
+      'x-gw-request-id': 'spoofed',
+      'x-gw-served-by': 'spoofed',
     });
     assert.deepEqual(out, [
       ['content-type', 'application/json'],
