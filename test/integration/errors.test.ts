@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
 import { ADMIN_KEY, oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { freePort } from '../helpers/wait.js';
 
 const PASS_THROUGH = { 'x-gw-provider-key': 'sk-errors-test' };
 
@@ -223,12 +223,7 @@ describe('an unreachable upstream', () => {
   const { bootstrap, devKey } = oneTenant('down');
 
   before(async () => {
-    // a port that was free a moment ago: nothing listens there
-    const probe = createServer();
-    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-    const port = (probe.address() as AddressInfo).port;
-    await new Promise<void>((r) => probe.close(() => r()));
-    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: `http://127.0.0.1:${port}` } });
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: `http://127.0.0.1:${await freePort()}` } });
   });
   after(async () => {
     await gw.close();

@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
 import { sleep } from '../fakes/server.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { PATIENCE_MS, eventually } from '../helpers/wait.js';
 
 /**
  * Request hygiene at the front, over raw sockets. What this uWS build does on
@@ -23,8 +24,15 @@ interface RawReply {
   closed: boolean;
 }
 
-/** Writes `payload` on a fresh connection; resolves when the server closes it or after `waitMs`. */
-function exchange(port: number, payload: string | Buffer, waitMs = 500): Promise<RawReply> {
+interface ExchangeOptions {
+  /** resolve as soon as what was read satisfies this (an answer on a connection that stays open) */
+  until?: (text: string) => boolean;
+  /** resolve after this long with the connection still open: only for what must not happen */
+  waitMs?: number;
+}
+
+/** Writes `payload` on a fresh connection; resolves when the server closes it, when `until` holds, or after `waitMs`. */
+function exchange(port: number, payload: string | Buffer, { until, waitMs = PATIENCE_MS }: ExchangeOptions = {}): Promise<RawReply> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
     const parts: Buffer[] = [];
@@ -37,7 +45,10 @@ function exchange(port: number, payload: string | Buffer, waitMs = 500): Promise
       resolve({ text: Buffer.concat(parts).toString('latin1'), closed });
     };
     const timer = setTimeout(() => finish(false), waitMs);
-    socket.on('data', (d: Buffer) => parts.push(d));
+    socket.on('data', (d: Buffer) => {
+      parts.push(d);
+      if (until?.(Buffer.concat(parts).toString('latin1'))) finish(false);
+    });
     socket.on('error', () => finish(true));
     socket.on('close', () => finish(true));
     socket.write(payload);
@@ -45,6 +56,39 @@ function exchange(port: number, payload: string | Buffer, waitMs = 500): Promise
 }
 
 const statuses = (text: string): number[] => [...text.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
+
+/**
+ * A check that `text` holds whole answers to requests of these methods, in
+ * order: a HEAD answer ends with its head, any other after its Content-Length
+ * bytes or its last chunk.
+ */
+const answersTo =
+  (...methods: string[]) =>
+  (text: string): boolean => {
+    let at = 0;
+    for (const method of methods) {
+      const headEnd = text.indexOf('\r\n\r\n', at);
+      if (headEnd === -1) return false;
+      const fields = text.slice(at, headEnd);
+      at = headEnd + 4;
+      if (method === 'HEAD') continue;
+      const length = /^content-length: *(\d+)\r?$/im.exec(fields);
+      if (length) {
+        at += Number(length[1]);
+        if (at > text.length) return false;
+        continue;
+      }
+      for (;;) {
+        const eol = text.indexOf('\r\n', at);
+        if (eol === -1) return false;
+        const size = parseInt(text.slice(at, eol), 16);
+        at = eol + 2 + size + 2;
+        if (at > text.length) return false;
+        if (size === 0) break;
+      }
+    }
+    return true;
+  };
 
 describe('request hygiene at the front (raw sockets)', () => {
   let fake: FakeOpenAI;
@@ -130,7 +174,7 @@ describe('request hygiene at the front (raw sockets)', () => {
   ] as const) {
     it(`a header value with ${name} is never dispatched, nor is what follows it`, async () => {
       const before = fake.received.length;
-      const reply = await exchange(gw.port, head(`x-note: ${bytes}`, `content-length: ${body.length}`) + body + smuggled, 400);
+      const reply = await exchange(gw.port, head(`x-note: ${bytes}`, `content-length: ${body.length}`) + body + smuggled, { waitMs: 400 });
       for (const s of statuses(reply.text)) assert.equal(s, 400, reply.text);
       assertNothingUpstream(before);
     });
@@ -138,21 +182,21 @@ describe('request hygiene at the front (raw sockets)', () => {
 
   it('chunked framing that is valid is relayed with its decoded body', async () => {
     const before = fake.received.length;
-    const reply = await exchange(gw.port, head('transfer-encoding: chunked') + chunked(body), 700);
+    const reply = await exchange(gw.port, head('transfer-encoding: chunked') + chunked(body), { until: answersTo('POST') });
     assert.deepEqual(statuses(reply.text), [200], reply.text);
     assert.equal(fake.received.length, before + 1);
     assert.equal(fake.received[before]?.body.toString(), body);
   });
 
   it('HEAD answers carry headers only, and the connection stays in sync for the next request', async () => {
-    const reply = await exchange(gw.port, 'HEAD /healthz HTTP/1.1\r\nHost: gw\r\n\r\n', 300);
+    const reply = await exchange(gw.port, 'HEAD /healthz HTTP/1.1\r\nHost: gw\r\n\r\n', { until: answersTo('HEAD') });
     assert.deepEqual(statuses(reply.text), [200]);
     const length = Number(/^Content-Length: (\d+)\r$/im.exec(reply.text)?.[1]);
     assert.ok(length > 0, 'HEAD reports the GET length');
     assert.equal(reply.text.endsWith('\r\n\r\n'), true, `HEAD carried a body:\n${reply.text}`);
 
     for (const request of ['HEAD /no/such/route HTTP/1.1\r\nHost: gw\r\n\r\n', 'HEAD /v1/chat/completions HTTP/1.1\r\nHost: gw\r\n\r\n']) {
-      const r = await exchange(gw.port, request, 300);
+      const r = await exchange(gw.port, request, { until: answersTo('HEAD') });
       assert.equal(r.text.endsWith('\r\n\r\n'), true, `HEAD error carried a body:\n${r.text}`);
       assert.match(r.text, /^x-gw-error: (not_found|method_not_allowed)\r$/m);
     }
@@ -161,12 +205,13 @@ describe('request hygiene at the front (raw sockets)', () => {
     const socket = connect(gw.port, '127.0.0.1');
     const seen: Buffer[] = [];
     socket.on('data', (d: Buffer) => seen.push(d));
+    const seenText = () => Buffer.concat(seen).toString('latin1');
     socket.write('HEAD /healthz HTTP/1.1\r\nHost: gw\r\n\r\n');
-    await sleep(100);
+    await eventually(() => answersTo('HEAD')(seenText()), 'the HEAD answer');
     socket.write('GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n');
-    await sleep(150);
+    await eventually(() => answersTo('HEAD', 'GET')(seenText()), 'the GET answer');
     socket.destroy();
-    const text = Buffer.concat(seen).toString();
+    const text = seenText();
     assert.deepEqual(statuses(text), [200, 200]);
     assert.equal(JSON.parse(text.slice(text.lastIndexOf('\r\n\r\n') + 4)).status, 'ok');
   });
@@ -189,7 +234,7 @@ describe('request hygiene at the front (raw sockets)', () => {
         'x-custom: kept',
         `content-length: ${body.length}`,
       ) + body,
-      700,
+      { until: answersTo('POST') },
     );
     assert.deepEqual(statuses(reply.text), [200], reply.text);
     const got = fake.received[before];
@@ -204,7 +249,7 @@ describe('request hygiene at the front (raw sockets)', () => {
   });
 
   it('a safe x-request-id is reflected; anything else is replaced by a generated id', async () => {
-    const ask = (id: string) => exchange(gw.port, `GET /healthz HTTP/1.1\r\nHost: gw\r\nx-request-id: ${id}\r\n\r\n`, 200);
+    const ask = (id: string) => exchange(gw.port, `GET /healthz HTTP/1.1\r\nHost: gw\r\nx-request-id: ${id}\r\n\r\n`, { until: answersTo('GET') });
     const ok = await ask('trace-42.abc:def/1');
     assert.match(ok.text, /^x-gw-request-id: trace-42\.abc:def\/1\r$/m);
     for (const bad of ['<script>alert(1)</script>', 'a b', 'x'.repeat(200), 'id;"quoted"', 'ünïcode']) {
@@ -216,7 +261,7 @@ describe('request hygiene at the front (raw sockets)', () => {
 
   it('a path reflected in a 404 is cut and stripped to printable ASCII', async () => {
     const long = `/${'%E2%80%A8'.repeat(10)}${'a'.repeat(400)}`;
-    const r = await exchange(gw.port, `GET ${long} HTTP/1.1\r\nHost: gw\r\n\r\n`, 200);
+    const r = await exchange(gw.port, `GET ${long} HTTP/1.1\r\nHost: gw\r\n\r\n`, { until: answersTo('GET') });
     assert.deepEqual(statuses(r.text), [404]);
     const message = JSON.parse(r.text.slice(r.text.indexOf('\r\n\r\n') + 4)).error.message as string;
     assert.ok(message.length < 240, message);
@@ -324,7 +369,7 @@ describe('body limit, backpressure and aborts at the front', () => {
     assert.equal(finishedWhilePaused, 0, 'the vendor wrote the whole stream although the client read nothing');
     const events = dechunk(reply).toString('latin1').split('\n\n').filter((e) => e.includes('chat.completion.chunk'));
     assert.equal(events.length, chunks);
-    for (let i = 0; i < 50 && fake.streamsFinished === finishedBefore; i++) await sleep(10);
+    await eventually(() => fake.streamsFinished !== finishedBefore, 'the vendor finishing its stream');
     assert.equal(fake.streamsFinished - finishedBefore, 1);
   });
 
@@ -337,14 +382,11 @@ describe('body limit, backpressure and aborts at the front', () => {
       const socket = connect(gw.port, '127.0.0.1');
       socket.on('error', () => undefined);
       socket.write(request(model, stream ? { stream: true } : {}));
-      const deadline = Date.now() + 2000;
-      while (fake.received.length === before && Date.now() < deadline) await sleep(10);
-      const got = fake.received[before];
-      assert.ok(got, 'the call never reached the vendor');
+      await eventually(() => fake.received.length > before, 'the call reaching the vendor');
+      const got = fake.received[before]!;
       await sleep(100);
       socket.destroy();
-      while (!got.interrupted && Date.now() < deadline + 1000) await sleep(10);
-      assert.equal(got.interrupted, true, 'the vendor connection stayed open after the client left');
+      await eventually(() => got.interrupted === true, 'the vendor connection closing after the client left');
     });
   }
 });

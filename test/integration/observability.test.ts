@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { createServer, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { createLogger } from '../../src/telemetry/log.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { freePort } from '../helpers/wait.js';
 
 const PASS_THROUGH = 'sk-passthrough-canary-7f3a9c';
 
@@ -118,10 +118,7 @@ describe('GW_METRICS_PORT and GW_METRICS_PUBLIC=0', () => {
   let metricsPort: number;
 
   before(async () => {
-    const probe = createServer();
-    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-    metricsPort = (probe.address() as AddressInfo).port;
-    await new Promise<void>((r) => probe.close(() => r()));
+    metricsPort = await freePort();
     gw = await startTestGateway({ env: { GW_METRICS_PORT: String(metricsPort), GW_METRICS_PUBLIC: '0' } });
   });
   after(async () => {
