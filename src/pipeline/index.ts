@@ -128,9 +128,7 @@ export class Pipeline {
     const authorized = adapter.authorize(unsigned, credential, location);
     const request = authorized instanceof Promise ? await authorized : authorized;
     const outcome = await relay({ upstream, metrics, limits }, req, res, adapter, request, servedBy, plan.reply);
-    if (outcome.status > 0 && res.meta.upstreamMs !== undefined) {
-      metrics.observeOverhead(plan.surface.id, Math.max(0, req.stages.elapsedMs - res.meta.upstreamMs) / 1000);
-    }
+    if (outcome.overheadMs !== undefined) metrics.observeOverhead(plan.surface.id, outcome.overheadMs / 1000);
     const cost = account(ring, res, {
       requestId: req.id,
       endpoint: plan.surface.id,

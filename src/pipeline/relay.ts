@@ -17,6 +17,8 @@ export interface RelayOutcome {
   status: number;
   usage: Usage | undefined;
   upstreamMs: number;
+  /** the gateway's own time: before dispatch, and for a whole reply between its last byte and the answer */
+  overheadMs: number | undefined;
   streamed: boolean;
   /** set when the gateway, not the vendor, ended the exchange */
   error?: GatewayError;
@@ -57,6 +59,9 @@ class RelayExchange implements UpstreamSink {
   private readonly started = performance.now();
   private status = 0;
   private upstreamMs = 0;
+  /** the request's age when it was handed to the upstream */
+  private readonly preDispatchMs: number;
+  private overheadMs: number | undefined;
   private mode: 'pending' | 'stream' | 'buffer' = 'pending';
   private parts: Buffer[] = [];
   private size = 0;
@@ -81,7 +86,9 @@ class RelayExchange implements UpstreamSink {
     private readonly gatewayHeaders: HeaderList,
     private readonly transform: ReplyTransform | undefined,
     private readonly resolve: (o: RelayOutcome) => void,
-  ) {}
+  ) {
+    this.preDispatchMs = req.stages.elapsedMs;
+  }
 
   start(request: UpstreamRequest): void {
     this.req.stages.begin(`upstream_${this.provider.id}`);
@@ -107,6 +114,7 @@ class RelayExchange implements UpstreamSink {
         this.framing = framingFor(String(headers['content-type']));
       }
       this.res.start(status, this.withGatewayHeaders());
+      this.overheadMs = this.preDispatchMs;
       const { streamIdleMs, streamDeadlineMs } = this.deps.limits;
       this.lastChunkAt = performance.now();
       this.idle = setTimeout(() => this.checkIdle(), streamIdleMs);
@@ -139,6 +147,7 @@ class RelayExchange implements UpstreamSink {
       this.settle(this.status);
       return;
     }
+    const lastByteAt = performance.now();
     const { parts, size, status, transform } = this;
     let body = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size);
     let usage: Usage | undefined;
@@ -165,6 +174,7 @@ class RelayExchange implements UpstreamSink {
     // the whole reply is in: the upstream stage is over, not running
     this.req.stages.end();
     this.res.send(status, this.withGatewayHeaders(), body);
+    this.overheadMs = this.preDispatchMs + (performance.now() - lastByteAt);
     this.settle(status, undefined, usage);
   }
 
@@ -225,7 +235,7 @@ class RelayExchange implements UpstreamSink {
     clearTimeout(this.idle);
     clearTimeout(this.deadline);
     this.req.stages.end();
-    this.resolve({ status, usage, upstreamMs: this.upstreamMs, streamed: this.mode === 'stream', error });
+    this.resolve({ status, usage, upstreamMs: this.upstreamMs, overheadMs: this.overheadMs, streamed: this.mode === 'stream', error });
   }
 }
 

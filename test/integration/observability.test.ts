@@ -5,7 +5,7 @@ import OpenAI from 'openai';
 import { createLogger } from '../../src/telemetry/log.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { freePort } from '../helpers/wait.js';
+import { eventually, freePort } from '../helpers/wait.js';
 
 const PASS_THROUGH = 'sk-passthrough-canary-7f3a9c';
 
@@ -74,9 +74,9 @@ describe('observability through the running gateway', () => {
       headers: { authorization: `Bearer ${devKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ provider: 'openai', api_key: 'sk-stored-canary-55e1' }),
     });
-    await new Promise((r) => setTimeout(r, 100));
-    gw.gateway.log.flush();
-    const access = gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['msg'] === 'request' && l['req_id'] === id);
+    const accessLines = () => gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['msg'] === 'request' && l['req_id'] === id);
+    await eventually(() => accessLines().length > 0, 'the access line');
+    const access = accessLines();
     assert.equal(access.length, 1, 'one access line for the call');
     assert.equal(access[0]?.['status'], 200);
     assert.equal(access[0]?.['provider'], 'openai');
@@ -137,5 +137,35 @@ describe('GW_METRICS_PORT and GW_METRICS_PUBLIC=0', () => {
     assert.ok((sample(text, 'gw_requests_total', { surface: 'public', status: '200' }) ?? 0) >= 1, 'the main port\'s requests are counted');
     const other = await fetch(`http://127.0.0.1:${metricsPort}/healthz`);
     assert.equal(other.status, 404, 'the metrics port serves nothing else');
+  });
+});
+
+describe('gateway overhead of a stream excludes the stream itself', () => {
+  let fake: FakeOpenAI;
+  let gw: TestGateway;
+  const { bootstrap, devKey } = oneTenant('obs-stream');
+
+  before(async () => {
+    fake = await startFakeOpenAI();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_STREAM_IDLE_S: '1' } });
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  it('records the time before dispatch, not the second the stream stayed open', async () => {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-gw-provider-key': PASS_THROUGH },
+      body: JSON.stringify({ model: 'stall_stream', stream: true, messages: [] }),
+    });
+    await res.text();
+    const text = await (await fetch(`${gw.url}/metrics`)).text();
+    assert.equal(sample(text, 'gw_gateway_overhead_seconds_count', { surface: 'chat_completions' }), 1);
+    const overhead = sample(text, 'gw_gateway_overhead_seconds_sum', { surface: 'chat_completions' }) ?? Infinity;
+    const duration = sample(text, 'gw_request_duration_seconds_sum', { surface: 'chat_completions' }) ?? 0;
+    assert.ok(duration >= 0.9, `the stream stayed open until the idle timeout (${duration} s)`);
+    assert.ok(overhead < duration / 2, `overhead ${overhead} s counts the stream's ${duration} s`);
   });
 });
