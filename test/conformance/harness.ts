@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FakeVendor, Recorded } from '../fakes/server.js';
-import { sleep } from '../fakes/server.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { eventually } from '../helpers/wait.js';
 
 /**
  * The conformance suite: every provider row answers the same calls through
@@ -169,8 +169,7 @@ export function conformance(row: ConformanceCase): void {
       ac.abort();
       await reader.cancel().catch(() => undefined);
       const rec = lastReceived(fake, n);
-      for (let i = 0; i < 100 && !rec.interrupted; i++) await sleep(20);
-      assert.equal(rec.interrupted, true, 'the vendor connection was not closed after the client went away');
+      await eventually(() => rec.interrupted === true, 'the vendor connection closing after the client went away');
     });
 
     it(`idle stream: closed after GW_STREAM_IDLE_S with one gateway_timeout event`, async () => {

@@ -14,8 +14,9 @@ import type { HttpHandlerOptions } from '@smithy/types';
 import type { HttpRequest } from '@smithy/protocol-http';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { converseStreamFrames, startFakeBedrock, type FakeBedrock } from '../fakes/bedrock.js';
-import { sleep, type Recorded } from '../fakes/server.js';
+import type { Recorded } from '../fakes/server.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { eventually } from '../helpers/wait.js';
 
 const API_KEY = 'ABSKQmVkcm9ja0FQSUtleS1mYWtlLWtleQ==';
 const ACCESS_KEY_ID = 'AKIAFAKEGATEWAYTEST1';
@@ -277,8 +278,7 @@ describe('converse relay through @aws-sdk/client-bedrock-runtime', () => {
     await res.body!.getReader().read();
     ac.abort();
     const rec = received();
-    for (let i = 0; i < 100 && !rec.interrupted; i++) await sleep(20);
-    assert.equal(rec.interrupted, true);
+    await eventually(() => rec.interrupted === true, 'the vendor connection closing');
   });
 });
 

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApiError, GoogleGenAI, type Content } from '@google/genai';
 import { geminiStreamChunks, googleError, startFakeGemini, THOUGHT_SIGNATURE } from '../fakes/gemini.js';
-import { sleep, type FakeVendor, type Recorded } from '../fakes/server.js';
+import type { FakeVendor, Recorded } from '../fakes/server.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { eventually } from '../helpers/wait.js';
 
 const VENDOR_KEY = 'AIzaSy-upstream-test-key';
 const OAUTH_TOKEN = 'ya29.vertex-oauth-token';
@@ -166,8 +167,7 @@ describe('generate-content relay through the @google/genai SDK', () => {
     await reader.read();
     ac.abort();
     const rec = call.received();
-    for (let i = 0; i < 100 && !rec.interrupted; i++) await sleep(20);
-    assert.equal(rec.interrupted, true);
+    await eventually(() => rec.interrupted === true, 'the vendor connection closing');
   });
 
   describe('x-gw-provider: genvendor_vertex', () => {

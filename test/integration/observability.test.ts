@@ -39,7 +39,7 @@ describe('log redaction', () => {
     log.info({ headers, api_key: 'sk-f1', body: { api_key: 'sk-f2' }, req: { headers, body: { api_key: 'sk-f3' } } }, 'probe');
     log.child({ req_id: 'r1' }).warn({ upstream: { headers } }, 'child probe');
     log.flush();
-    await new Promise((r) => setTimeout(r, 50));
+    await eventually(() => lines.join('').includes('child probe'), 'both lines');
     const text = lines.join('');
     assert.ok(text.includes('probe') && text.includes('child probe'), text);
     for (const secret of ['sk-h', 'gw_h5', 'adm-h7', 'cfg-h8', 'sess-h9', 'Basic h10', 'sk-f']) assert.equal(text.includes(secret), false, `${secret} leaked: ${text}`);
