@@ -90,7 +90,6 @@ export function conformance(row: ConformanceCase): void {
     let fake: FakeVendor;
     let gw: TestGateway;
     const { bootstrap, devKey } = oneTenant('conf', `conf-${row.name}`);
-    bootstrap.orgs![0]!.rps_cap = 10_000;
 
     before(async () => {
       fake = await row.startFake();

@@ -31,7 +31,6 @@ describe('messages surface through @anthropic-ai/sdk', () => {
   let fake: FakeVendor;
   let gw: TestGateway;
   const { bootstrap, devKey } = oneTenant('msgs');
-  bootstrap.orgs![0]!.rps_cap = 10_000;
 
   before(async () => {
     fake = await startFakeAnthropic();
@@ -235,7 +234,6 @@ describe('messages surfaces with stored provider keys', () => {
   let fake: FakeVendor;
   let gw: TestGateway;
   const { bootstrap, devKey } = oneTenant('msgs-stored');
-  bootstrap.orgs![0]!.rps_cap = 10_000;
 
   before(async () => {
     fake = await startFakeAnthropic();

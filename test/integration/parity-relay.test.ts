@@ -12,7 +12,6 @@ describe('parity relay POST /v1/messages', () => {
   let fake: FakeVendor;
   let gw: TestGateway;
   const { bootstrap, devKey } = oneTenant('parity');
-  bootstrap.orgs![0]!.rps_cap = 10_000;
 
   before(async () => {
     fake = await startFakeAnthropic();
