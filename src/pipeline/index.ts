@@ -49,6 +49,8 @@ export interface RelayPlan {
   reply?: ReplyTransform;
   /** the vendor does not bill the call (token counting): nothing is reserved against a spend cap */
   costless?: true;
+  /** the route relays arbitrary vendor paths whose replies may be audio or text (cloudx generic) */
+  opaqueReplies?: true;
 }
 
 const SERVED_BY_PIPELINE: HeaderList = [['x-gw-served-by', 'pipeline']];
@@ -127,7 +129,7 @@ export class Pipeline {
     };
     const authorized = adapter.authorize(unsigned, credential, location);
     const request = authorized instanceof Promise ? await authorized : authorized;
-    const outcome = await relay({ upstream, metrics, limits }, req, res, adapter, request, servedBy, plan.reply);
+    const outcome = await relay({ upstream, metrics, limits }, req, res, adapter, request, { gatewayHeaders: servedBy, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
     if (outcome.overheadMs !== undefined) metrics.observeOverhead(plan.surface.id, outcome.overheadMs / 1000);
     const cost = account(ring, res, {
       requestId: req.id,

@@ -42,10 +42,23 @@ export function relay(
   res: ResponseSink,
   provider: ProviderAdapter,
   request: UpstreamRequest,
-  gatewayHeaders: HeaderList,
-  transform?: ReplyTransform,
+  reply: ReplyOptions,
 ): Promise<RelayOutcome> {
-  return new Promise((resolve) => new RelayExchange(deps, req, res, provider, gatewayHeaders, transform, resolve).start(request));
+  return new Promise((resolve) => new RelayExchange(deps, req, res, provider, reply, resolve).start(request));
+}
+
+/** How one call's reply is handled. */
+export interface ReplyOptions {
+  /** added to the vendor's headers (x-gw-served-by) */
+  gatewayHeaders: HeaderList;
+  /** a translated call: rewrites the reply into the caller's format */
+  transform?: ReplyTransform;
+  /**
+   * The route relays arbitrary vendor paths whose 2xx replies may be audio or
+   * text: only a reply that says it is JSON is held to parse as JSON. Every
+   * other route's 2xx reply must be JSON, or it is upstream_truncated.
+   */
+  opaqueReplies?: boolean;
 }
 
 interface RelayDeps {
@@ -72,6 +85,7 @@ class RelayExchange implements UpstreamSink {
   private settled = false;
   private headers: HeaderList = [];
   private upstreamHeaders: Record<string, string | string[] | undefined> = {};
+  private readonly transform: ReplyTransform | undefined;
   private translator: StreamTransform | undefined;
   private framing: Framing | undefined;
   /** an unfinished event, held until the rest of it arrives */
@@ -83,10 +97,10 @@ class RelayExchange implements UpstreamSink {
     private readonly req: GatewayRequest,
     private readonly res: ResponseSink,
     private readonly provider: ProviderAdapter,
-    private readonly gatewayHeaders: HeaderList,
-    private readonly transform: ReplyTransform | undefined,
+    private readonly reply: ReplyOptions,
     private readonly resolve: (o: RelayOutcome) => void,
   ) {
+    this.transform = reply.transform;
     this.preDispatchMs = req.stages.elapsedMs;
   }
 
@@ -151,7 +165,7 @@ class RelayExchange implements UpstreamSink {
     const { parts, size, status, transform } = this;
     let body = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size);
     let usage: Usage | undefined;
-    if (status >= 200 && status < 300 && (transform || isJsonOrUntyped(this.upstreamHeaders['content-type']))) {
+    if (status >= 200 && status < 300 && (!this.reply.opaqueReplies || isJsonOrUntyped(this.upstreamHeaders['content-type']))) {
       let json: unknown;
       try {
         json = JSON.parse(body.toString('utf8'));
@@ -224,7 +238,7 @@ class RelayExchange implements UpstreamSink {
   /** the vendor's headers, then the gateway's, then the stage timings so far */
   private withGatewayHeaders(): HeaderList {
     const h = this.headers;
-    for (const g of this.gatewayHeaders) h.push(g);
+    for (const g of this.reply.gatewayHeaders) h.push(g);
     h.push(['x-gw-stage-durations', this.req.stages.header()]);
     return h;
   }
@@ -239,10 +253,7 @@ class RelayExchange implements UpstreamSink {
   }
 }
 
-/**
- * Only a reply that is (or does not say it is not) JSON can be truncated JSON;
- * audio, text transcriptions and the like pass as the vendor sent them.
- */
+/** on an opaque route, only a reply that is (or does not say it is not) JSON can be truncated JSON */
 function isJsonOrUntyped(contentType: string | string[] | undefined): boolean {
   return contentType === undefined || (typeof contentType === 'string' && contentType.includes('json'));
 }

@@ -66,6 +66,8 @@ export function cloudxRoutes(pipeline: Pipeline): Route[] {
           model: deploymentOf(path, req),
           path: withQuery(path, req.query),
           body: req.body,
+          // any Azure OpenAI path: speech replies are audio, transcriptions may be text
+          opaqueReplies: true,
         });
       },
     },

@@ -6,6 +6,7 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor, type Recorded } from
  * the model name:
  * - `error_<status>`: the vendor's error envelope with that status
  * - `truncated`: 200 with a body cut mid-JSON
+ * - `plain_text`: 200 with a text/plain body
  * - `slow_<ms>`: waits before answering
  * - `stall_stream`: streams one chunk, then goes silent
  * - `break_stream`: streams two chunks, then drops the connection
@@ -33,6 +34,11 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     if (err) {
       const status = Number(err[1]);
       return sendJson(res, status, { error: { message: `scripted ${status}`, type: status === 429 ? 'rate_limit_exceeded' : 'invalid_request_error', param: null, code: status === 401 ? 'invalid_api_key' : null } }, status === 429 ? { 'retry-after': '7' } : {});
+    }
+    if (model === 'plain_text') {
+      // a proxy's page or a cut reply that calls itself text: still not the JSON the route promises
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      return void res.end('upstream said something that is not JSON');
     }
     if (model === 'truncated') {
       res.writeHead(200, { 'content-type': 'application/json' });

@@ -67,6 +67,15 @@ describe('chat-completions relay through the openai SDK', () => {
     assert.equal(/\r\nx-gw-/i.test(wire), false);
   });
 
+  it('a 2xx reply that is not JSON is upstream_truncated on this route, whatever content type it claims', async () => {
+    const err = await client()
+      .chat.completions.create({ model: 'plain_text', messages: [{ role: 'user', content: 'hi' }] })
+      .then(() => assert.fail('expected 502'), (e: unknown) => e);
+    assert.ok(err instanceof OpenAI.APIError);
+    assert.equal(err.status, 502);
+    assert.equal(err.headers?.get('x-gw-error'), 'upstream_truncated');
+  });
+
   it('refuses a developer key on x-gw-provider-key (400) rather than forward it', async () => {
     const before = fake.received.length;
     const err = await client(devKey, { 'x-gw-provider-key': devKey })
