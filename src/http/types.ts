@@ -82,6 +82,5 @@ export interface Route {
   path: string;
   /** which surface's envelope errors use, and its name in metrics */
   surface: ErrorRenderer & { readonly id: string };
-  /** false for routes that take no body (GET) */
   handler: Handler;
 }

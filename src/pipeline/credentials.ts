@@ -17,8 +17,6 @@ export interface StoredKeys {
   find(orgId: string, provider: ProviderId, stages: StageClock): Promise<StoredCredential | undefined> | StoredCredential | undefined;
 }
 
-export const NO_STORED_KEYS: StoredKeys = { find: () => undefined };
-
 /**
  * Pass-through beats stored; neither is 402 onboarding_incomplete. Answers
  * synchronously unless the stored-key lookup has to wait on the store.

@@ -20,10 +20,6 @@ export interface IdpIdentity {
 
 /** Asymmetric signatures only: a JWKS publishes public keys, never shared secrets. */
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
-const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
-
-export const looksLikeJwt = (token: string): boolean => JWT_SHAPE.test(token);
-
 function parseGroupMap(text: string | undefined): Map<string, string[]> {
   const map = new Map<string, string[]>();
   if (text === undefined) return map;
