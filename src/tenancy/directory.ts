@@ -13,10 +13,7 @@ interface Indexed {
  * follow the store's change notifications, so a revocation through any
  * replica is obeyed by this one on its next request.
  */
-const HASH_MEMO_SIZE = 4096;
-
 export class Directory {
-  private readonly hashes = new Map<string, string>();
   private readonly byHash = new Map<string, Indexed>();
   private readonly byDevKeyId = new Map<string, DevKey>();
   /** the version of each key currently in the indexes */
@@ -32,26 +29,10 @@ export class Directory {
 
   /** The active key for a presented secret, or undefined (unknown, revoked or expired alike). */
   authenticate(secret: string, now = Date.now()): { key: DevKey; org: Org } | undefined {
-    const found = this.byHash.get(this.hashOf(secret));
+    const found = this.byHash.get(hashSecret(secret));
     if (!found || found.key.revoked_at !== null || found.expiresAtMs <= now) return undefined;
     const org = this.org(found.key.org_id);
     return org ? { key: found.key, org } : undefined;
-  }
-
-  /**
-   * sha256 of a presented secret, memoized: hashing on every request showed in
-   * profiles. Only the hash is remembered per secret; the key behind it is
-   * looked up afresh each time, so revocation and expiry still apply at once.
-   * Bounded: random keys from a caller just churn it.
-   */
-  private hashOf(secret: string): string {
-    let hash = this.hashes.get(secret);
-    if (hash === undefined) {
-      if (this.hashes.size >= HASH_MEMO_SIZE) this.hashes.clear();
-      hash = hashSecret(secret);
-      this.hashes.set(secret, hash);
-    }
-    return hash;
   }
 
   org(orgId: string): Org | undefined {
