@@ -48,6 +48,7 @@ import { createLogger, createLogging, type Logger } from './telemetry/log.js';
 import { createMetrics } from './telemetry/metrics.js';
 import { InspectorRing } from './telemetry/ring.js';
 import { Upstream } from './upstream/client.js';
+import { ProviderHealth } from './upstream/health.js';
 
 export interface RunningGateway {
   port: number;
@@ -108,6 +109,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
   const upstream = new Upstream({ connectionsPerOrigin: settings.GW_UPSTREAM_CONNECTIONS, headersTimeoutMs: settings.GW_REQUEST_DEADLINE_S * 1000 });
   metrics.setPoolStatsSource(() => upstream.stats());
   const ring = new InspectorRing(100);
+  const providerHealth = new ProviderHealth();
   const meter = openMeter(settings);
   await meter.start();
   const spendCaps = new SpendCaps({ docs: store, meter, metrics, log });
@@ -133,6 +135,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     metrics,
     log,
     ring,
+    health: providerHealth,
     limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
     storedKeys: vendorKeys,
     policy: [
@@ -151,6 +154,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       providers,
       {
         inFlight: () => inFlight(),
+        providers: providerHealth,
         levers: () => ({
           skills_default: 'off',
           guardrails: { regex: 'on', classifier: settings.GW_GUARDRAILS_MODEL_MODE },

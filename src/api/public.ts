@@ -3,9 +3,11 @@ import { CATALOG } from '../providers/catalog.js';
 import type { Providers } from '../providers/index.js';
 import { SURFACES } from '../surfaces/index.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import type { ProviderHealth } from '../upstream/health.js';
 import { sendJson } from './respond.js';
 
 export interface HealthSources {
+  providers: ProviderHealth;
   inFlight(): number;
   /** skills and policy stages active on this deployment */
   levers(): Record<string, unknown>;
@@ -40,7 +42,8 @@ export function publicRoutes(providers: Providers, health: HealthSources, metric
       path: '/v1/models',
       surface,
       handler(_req, res) {
-        const served = new Set(providers.ids());
+        // a provider whose recent calls could not connect has no reachable destination for now
+        const served = new Set(providers.ids().filter((p) => health.providers.reachable(p)));
         const data = CATALOG.filter((m) => served.has(m.provider)).map((m) => ({ id: m.id, object: 'model', owned_by: m.provider, provider: m.provider }));
         sendJson(res, 200, { object: 'list', data });
       },

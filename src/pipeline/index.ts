@@ -9,6 +9,7 @@ import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { InspectorRing } from '../telemetry/ring.js';
 import type { Upstream } from '../upstream/client.js';
+import type { ProviderHealth } from '../upstream/health.js';
 import type { ReplyTransform } from '../translate/types.js';
 import { account } from './accounting.js';
 import { resolveCredential, type StoredKeys } from './credentials.js';
@@ -25,6 +26,7 @@ export interface PipelineDeps {
   log: Logger;
   ring: InspectorRing;
   limits: RelayLimits;
+  health: ProviderHealth;
   storedKeys: StoredKeys;
   /** the tenant's policy, in order (access, rate, spend cap, residency) */
   policy: readonly PolicyStage[];
@@ -129,7 +131,7 @@ export class Pipeline {
     };
     const authorized = adapter.authorize(unsigned, credential, location);
     const request = authorized instanceof Promise ? await authorized : authorized;
-    const outcome = await relay({ upstream, metrics, limits }, req, res, adapter, request, { gatewayHeaders: servedBy, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
+    const outcome = await relay({ upstream, metrics, limits, health: this.deps.health }, req, res, adapter, request, { gatewayHeaders: servedBy, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
     if (outcome.overheadMs !== undefined) metrics.observeOverhead(plan.surface.id, outcome.overheadMs / 1000);
     const cost = account(ring, res, {
       requestId: req.id,

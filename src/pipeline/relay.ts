@@ -6,6 +6,7 @@ import type { StreamUsageReader, UpstreamRequest, Usage } from '../providers/typ
 import type { Metrics } from '../telemetry/metrics.js';
 import type { ReplyTransform, StreamTransform } from '../translate/types.js';
 import { failureKind, type Upstream, type UpstreamCall, type UpstreamSink } from '../upstream/client.js';
+import type { ProviderHealth } from '../upstream/health.js';
 import { relayResponseHeaders } from './forward-headers.js';
 
 export interface RelayLimits {
@@ -65,6 +66,7 @@ interface RelayDeps {
   upstream: Upstream;
   metrics: Metrics;
   limits: RelayLimits;
+  health: ProviderHealth;
 }
 
 /** One relayed call; its methods are the upstream sink, so a call allocates no closures. */
@@ -113,6 +115,7 @@ class RelayExchange implements UpstreamSink {
   }
 
   onHeaders(status: number, headers: Record<string, string | string[] | undefined>): void {
+    this.deps.health.succeeded(this.provider.id);
     this.status = status;
     this.upstreamMs = performance.now() - this.started;
     this.res.meta.upstreamMs = this.upstreamMs;
@@ -201,6 +204,7 @@ class RelayExchange implements UpstreamSink {
     }
     const id = this.provider.id;
     this.deps.metrics.upstreamErrors.inc({ provider: id, kind });
+    if (kind === 'connect' || kind === 'timeout') this.deps.health.failed(id);
     const gwErr =
       kind === 'timeout'
         ? new GatewayError('upstream_timeout', `upstream ${id} did not answer in time`, { cause: err })

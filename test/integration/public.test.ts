@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { CATALOG } from '../../src/providers/catalog.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
 describe('unauthenticated reads: /healthz and /v1/models (CONTRACT §5)', () => {
   let gw: TestGateway;
@@ -71,5 +71,36 @@ describe('unauthenticated reads: /healthz and /v1/models (CONTRACT §5)', () => 
     assert.equal(res.headers.get('x-gw-error'), 'method_not_allowed');
     assert.equal(res.headers.get('allow'), 'GET');
     await res.arrayBuffer();
+  });
+});
+
+describe('/v1/models lists only providers with a reachable destination', () => {
+  let gw: TestGateway;
+  const { bootstrap, devKey } = oneTenant('models');
+
+  before(async () => {
+    // nothing listens on port 1: every openai call fails to connect
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: 'http://127.0.0.1:1' } });
+  });
+  after(async () => {
+    await gw.close();
+  });
+
+  const listed = async () => ((await (await fetch(`${gw.url}/v1/models`)).json()) as { data: Array<{ id: string; provider: string }> }).data;
+
+  it('drops a provider whose calls cannot connect, and keeps the others', async () => {
+    assert.ok((await listed()).some((m) => m.provider === 'openai'), 'listed until a call fails');
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-gw-provider-key': 'sk-x' },
+        body: '{"model":"gpt-4o","messages":[]}',
+      });
+      assert.equal(res.status, 502);
+      await res.arrayBuffer();
+    }
+    const after = await listed();
+    assert.equal(after.some((m) => m.provider === 'openai'), false);
+    assert.ok(after.some((m) => m.provider === 'msgvendor'));
   });
 });
