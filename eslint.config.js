@@ -22,6 +22,12 @@ export default tseslint.config(
     },
   },
   { files: ['src/**/*.ts'], rules: { 'no-console': 'error' } },
+  {
+    // settings are read once, in settings.ts; main.ts only hands the environment to replica processes
+    files: ['src/**/*.ts'],
+    ignores: ['src/settings.ts', 'src/main.ts'],
+    rules: { 'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'read GW_ settings through src/settings.ts' }] },
+  },
   restrict(['src/**/*.ts'], [SERVER, UWS, UNDICI, IOREDIS]),
   restrict(['src/server/**/*.ts'], [UNDICI, IOREDIS]),
   restrict(['src/upstream/**/*.ts'], [SERVER, UWS, IOREDIS]),
