@@ -15,6 +15,24 @@ export const COLLECTIONS: readonly Collection[] = ['orgs', 'dev_keys', 'vendor_k
 
 export type ChangeListener = (collection: Collection, id: string) => void;
 
+/** One document of a multi-document write. */
+export interface DocWrite {
+  collection: Collection;
+  id: string;
+  doc: object;
+}
+
+export interface WriteOptions {
+  /**
+   * This host's wall-clock time (ms) past which the write must not be
+   * applied: a write that reaches the store later is dropped and the call
+   * rejects with store_timeout. It lets a caller that gave up at the deadline
+   * (and answered 504) count on the write not landing afterwards; see
+   * `putAll` for what remains.
+   */
+  deadline?: number;
+}
+
 export interface DocStore {
   /** loads the mirror and starts following changes; rejects with a message naming the cause */
   start(): Promise<void>;
@@ -22,6 +40,16 @@ export interface DocStore {
   values<T>(collection: Collection): IterableIterator<T>;
   /** resolves once the write is durable and visible to this replica (and, with Redis, delivered to every replica) */
   put(collection: Collection, id: string, doc: object): Promise<void>;
+  /**
+   * Writes several documents atomically: every replica and the backing store
+   * hold all of them or none (Redis: one Lua script; embedded: one flush).
+   * With a deadline, Redis checks it on its own clock as the script runs, so
+   * a script delayed in transit and run late writes nothing. What no store can
+   * rule out: a write applied just before the deadline whose acknowledgement
+   * arrives after it; then all the documents stand, never some. Embedded
+   * applies at once; a late flush leaves the write standing (all of it).
+   */
+  putAll(writes: readonly DocWrite[], options?: WriteOptions): Promise<void>;
   /**
    * Writes only when no document has that id, atomically across replicas.
    * `current` is what the store holds afterwards: `doc` when created, else

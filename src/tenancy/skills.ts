@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { GatewayError } from '../errors.js';
 import type { StageClock } from '../http/stages.js';
-import type { DocStore } from '../stores/types.js';
+import type { DocStore, DocWrite } from '../stores/types.js';
 import { withinStoreBound } from './store-timeout.js';
 import type { DevKey } from './types.js';
 
@@ -145,9 +145,8 @@ export class KeySkills {
       timestamp: new Date().toISOString(),
     };
     const config: KeySkillConfig = { ...current, skill_modes: { ...current.skill_modes, [skill]: mode } };
-    // the mode first: a retry after a failed record write finds the mode set and records from_mode = to_mode
-    await this.write(key, config, stages);
-    await withinStoreBound(this.store.put('transitions', transition.id, transition), this.timeoutMs, stages, 'recording the transition');
+    // one atomic write: the mode never moves without its record, nor the record without the mode
+    await this.write(key, config, stages, { collection: 'transitions', id: transition.id, doc: transition });
     return { config, transition };
   }
 
@@ -158,8 +157,15 @@ export class KeySkills {
     return out.sort((a, b) => b.timestamp.localeCompare(a.timestamp) || b.id.localeCompare(a.id)).slice(0, limit);
   }
 
-  private write(key: DevKey, config: KeySkillConfig, stages: StageClock): Promise<void> {
+  /**
+   * Writes the key's skills document (with any further documents, atomically)
+   * under the store bound. The store drops the write if it arrives past the
+   * bound, so a 504 answered at the bound is not followed by the write landing
+   * later (the DocStore putAll contract says what remains).
+   */
+  private write(key: DevKey, config: KeySkillConfig, stages: StageClock, ...more: DocWrite[]): Promise<void> {
     const doc: KeySkillsDoc = { key_id: key.key_id, org_id: key.org_id, ...config, updated_at: new Date().toISOString() };
-    return withinStoreBound(this.store.put('key_skills', key.key_id, doc), this.timeoutMs, stages, 'writing the key skills');
+    const writes: DocWrite[] = [{ collection: 'key_skills', id: key.key_id, doc }, ...more];
+    return withinStoreBound(this.store.putAll(writes, { deadline: Date.now() + this.timeoutMs }), this.timeoutMs, stages, 'writing the key skills');
   }
 }

@@ -5,7 +5,9 @@ import type { StageClock } from '../http/stages.js';
  * Bounds a store call on a request's path: past `ms` the request answers 504
  * store_timeout (Retry-After from the error table) naming the running stage in
  * x-gw-stage-durations. The call itself is not cancelled; a late write may
- * still land, so callers document their writes as safe to repeat.
+ * still land unless the store was given the same deadline (DocStore putAll),
+ * so other callers document their writes as safe to repeat. A store_timeout
+ * the store itself raises names the stage the same way.
  */
 export function withinStoreBound<T>(call: Promise<T>, ms: number, stages: StageClock, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -14,5 +16,11 @@ export function withinStoreBound<T>(call: Promise<T>, ms: number, stages: StageC
       reject(new GatewayError('store_timeout', `${what}: the store did not answer within ${ms / 1000} s`, { headers: [['x-gw-stage-durations', stages.header()]] }));
     }, ms);
   });
-  return Promise.race([call, timeout]).finally(() => clearTimeout(timer));
+  const named = call.catch((err: unknown) => {
+    if (err instanceof GatewayError && err.type === 'store_timeout' && !err.options.headers) {
+      throw new GatewayError('store_timeout', `${what}: ${err.message}`, { cause: err, headers: [['x-gw-stage-durations', stages.header()]] });
+    }
+    throw err;
+  });
+  return Promise.race([named, timeout]).finally(() => clearTimeout(timer));
 }

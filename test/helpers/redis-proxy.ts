@@ -5,6 +5,12 @@ export interface RedisProxy {
   url: string;
   /** stops passing commands on: to the gateway the store looks partitioned (connected, silent) */
   hang(): void;
+  /**
+   * passes commands on until one of these (e.g. `eval`, `evalsha`) is sent on
+   * any connection, then hangs from that command on: the command is delayed in
+   * transit, not lost, and reaches Redis on resume
+   */
+  hangOnCommand(...names: string[]): void;
   /** passes held commands on, in order, and everything after */
   resume(): void;
   close(): Promise<void>;
@@ -13,12 +19,17 @@ export interface RedisProxy {
 /** A TCP proxy in front of the test Redis that can stop answering on demand. */
 export async function startRedisProxy(port = 6379): Promise<RedisProxy> {
   let hanging = false;
+  let trigger: RegExp | undefined;
   const held: Array<() => void> = [];
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
     const upstream = new Socket().connect(port, '127.0.0.1');
     sockets.add(client).add(upstream);
-    client.on('data', (chunk: Buffer) => (hanging ? held.push(() => upstream.write(chunk)) : upstream.write(chunk)));
+    client.on('data', (chunk: Buffer) => {
+      if (!hanging && trigger?.test(chunk.toString('latin1'))) hanging = true;
+      if (hanging) held.push(() => upstream.write(chunk));
+      else upstream.write(chunk);
+    });
     upstream.on('data', (chunk: Buffer) => client.write(chunk));
     const end = () => {
       client.destroy();
@@ -31,8 +42,13 @@ export async function startRedisProxy(port = 6379): Promise<RedisProxy> {
   return {
     url: `redis://127.0.0.1:${(server.address() as { port: number }).port}`,
     hang: () => (hanging = true),
+    hangOnCommand(...names: string[]) {
+      // a command is a RESP array whose first bulk string is its name
+      trigger = new RegExp(`\\*\\d+\r\n\\$\\d+\r\n(?:${names.join('|')})\r\n`, 'i');
+    },
     resume() {
       hanging = false;
+      trigger = undefined;
       for (const send of held.splice(0)) send();
     },
     close: () =>
@@ -44,13 +60,17 @@ export async function startRedisProxy(port = 6379): Promise<RedisProxy> {
 }
 
 /** A gateway whose Redis sits behind a proxy the test can make hang. */
-export async function startGatewayBehindProxy(bootstrap: Bootstrap, env: Record<string, string>): Promise<{ gw: TestGateway; proxy: RedisProxy; close(): Promise<void> }> {
+export async function startGatewayBehindProxy(
+  bootstrap: Bootstrap,
+  env: Record<string, string>,
+): Promise<{ gw: TestGateway; proxy: RedisProxy; /** its GW_REDIS_PREFIX */ prefix: string; close(): Promise<void> }> {
   const proxy = await startRedisProxy();
   const prefix = newRedisPrefix();
   const gw = await startTestGateway({ bootstrap, env: { GW_REDIS_URL: proxy.url, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_WORKERS: '1', ...env } });
   return {
     gw,
     proxy,
+    prefix,
     async close() {
       proxy.resume();
       await gw.close();

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { call, errorMessage as message, startReplicaPair, type ReplicaPair } from '../helpers/api.js';
-import { ADMIN_KEY, CONFIG_SECRET, devKeySecret, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { Redis } from 'ioredis';
+import { redisKeys } from '../../src/stores/redis/prefixes.js';
+import { ADMIN_KEY, CONFIG_SECRET, devKeySecret, REDIS_URL, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
 
 const ENT = devKeySecret('sk-ent');
@@ -176,10 +178,32 @@ describe('skills on two replicas sharing one Redis', () => {
 
 describe('a write the store does not take is an error, never a 200', () => {
   let behind: Awaited<ReturnType<typeof startGatewayBehindProxy>>;
-  before(async () => (behind = await startGatewayBehindProxy(BOOT, { GW_BYOK_STORE_TIMEOUT_S: '0.3' })));
-  after(() => behind.close());
+  let redis: Redis;
+  before(async () => {
+    behind = await startGatewayBehindProxy(BOOT, { GW_BYOK_STORE_TIMEOUT_S: '0.3' });
+    redis = new Redis(REDIS_URL);
+  });
+  after(async () => {
+    redis.disconnect();
+    await behind.close();
+  });
+  const keys = () => redisKeys(behind.prefix);
+  /** what Redis holds for the key's skills and its transitions, read past the gateway */
+  const stored = async () => {
+    const keyId = String((await skillsOf(behind.gw, ENT, 'dk-ent'))?.['key_id']);
+    const skills = await redis.hget(keys().doc('key_skills'), keyId);
+    const doc = skills === null ? { skill_modes: {}, skills: {} } : (JSON.parse(skills) as { skill_modes: Record<string, string>; skills: Record<string, boolean> });
+    const transitions = Object.values(await redis.hgetall(keys().doc('transitions'))).map((t) => JSON.parse(t) as Record<string, unknown>);
+    return { modes: doc.skill_modes, transitions, flags: doc.skills };
+  };
+  /**
+   * Long enough for anything a 504'd request left running to reach Redis once
+   * it answers again: a write, its echo wait (1 s at most) and a second write.
+   * Absence can only be asserted after a bound; this one is generous.
+   */
+  const settle = () => new Promise((r) => setTimeout(r, 2000));
 
-  it('lifecycle and dev_key/skills answer 504 store_timeout naming the stage when the store hangs', async () => {
+  it('lifecycle and dev_key/skills answer 504 store_timeout naming the stage when the store hangs; after Redis resumes neither the mode nor its record appears', async () => {
     behind.proxy.hang();
     const moved = await lifecycle(behind.gw, 'ent', 'pii_redaction', { key_id: 'dk-ent', mode: 'prod' });
     assert.equal(moved.status, 504);
@@ -189,5 +213,34 @@ describe('a write the store does not take is an error, never a 200', () => {
     const saved = await call(behind.gw, '/api/v1/dev_key/skills', { key: ENT, body: { skills: { pii_redaction: true } } });
     assert.equal(saved.status, 504);
     behind.proxy.resume();
+    await settle();
+    const after504 = await stored();
+    assert.deepEqual(after504, { modes: {}, transitions: [], flags: {} }, 'the caller was told both writes failed: neither landed');
+  });
+
+  /**
+   * The caller was told the write failed, so once Redis answers again neither
+   * the mode nor its transition record may appear: mode and record are one
+   * Lua script (never one without the other), and the script carries the
+   * deadline on Redis's clock, so a script that reaches Redis late is dropped.
+   */
+  it('a lifecycle script delayed in transit past the bound is dropped by Redis: neither mode nor record', async () => {
+    // the deadline's TIME passes; the script itself is held and reaches Redis after the 504
+    behind.proxy.hangOnCommand('eval', 'evalsha');
+    const moved = await lifecycle(behind.gw, 'ent', 'semantic_cache', { key_id: 'dk-ent', mode: 'canary:30' });
+    assert.equal(moved.status, 504);
+    behind.proxy.resume();
+    await settle();
+    assert.deepEqual(await stored(), { modes: {}, transitions: [], flags: {} });
+
+    const ok = await lifecycle(behind.gw, 'ent', 'semantic_cache', { key_id: 'dk-ent', mode: 'canary:30' });
+    assert.equal(ok.status, 200);
+    const written = await stored();
+    assert.equal(written.modes['semantic_cache'], 'canary:30');
+    assert.deepEqual(
+      written.transitions.map((t) => [t['id'], t['from_mode'], t['to_mode']]),
+      [[(ok.json['transition'] as Record<string, unknown>)['id'], 'off', 'canary:30']],
+      'a write in time stores the mode and its record together',
+    );
   });
 });

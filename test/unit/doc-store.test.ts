@@ -13,6 +13,7 @@ import { RedisDocStore } from '../../src/stores/redis/doc-store.js';
 import { redisKeys } from '../../src/stores/redis/prefixes.js';
 import type { DocStore } from '../../src/stores/types.js';
 import { dropRedisPrefix, newRedisPrefix, REDIS_URL } from '../helpers/gateway.js';
+import { startRedisProxy } from '../helpers/redis-proxy.js';
 
 interface Doc {
   n: number;
@@ -151,6 +152,41 @@ for (const makeBacking of backings) {
         for (const r of results) assert.equal(r.current.n, winner);
       });
 
+      it('putAll writes several documents at once; each change is notified after the mirror holds all of them', async () => {
+        const store = await backing.open();
+        const seen: Array<[string, boolean]> = [];
+        store.onChange((c, id) => seen.push([`${c}/${id}`, store.get('transitions', 'pa-t') !== undefined]));
+        await store.putAll([
+          { collection: 'key_skills', id: 'pa-k', doc: { n: 1 } },
+          { collection: 'transitions', id: 'pa-t', doc: { n: 2 } },
+        ]);
+        assert.deepEqual(store.get('key_skills', 'pa-k'), { n: 1 });
+        assert.deepEqual(store.get('transitions', 'pa-t'), { n: 2 });
+        assert.deepEqual(seen.map(([change]) => change), ['key_skills/pa-k', 'transitions/pa-t']);
+        const other = backing.shared || backing.persistent ? await backing.open() : undefined;
+        await sameProcessTurn();
+        if (other) assert.deepEqual([other.get('key_skills', 'pa-k'), other.get('transitions', 'pa-t')], [{ n: 1 }, { n: 2 }]);
+        await store.putAll([]);
+      });
+
+      it('putAll with a deadline already past writes nothing and rejects with store_timeout', async () => {
+        const store = await backing.open();
+        await assert.rejects(
+          store.putAll(
+            [
+              { collection: 'key_skills', id: 'late-k', doc: { n: 1 } },
+              { collection: 'transitions', id: 'late-t', doc: { n: 2 } },
+            ],
+            { deadline: Date.now() - 1 },
+          ),
+          (err: unknown) => err instanceof GatewayError && err.type === 'store_timeout',
+        );
+        assert.equal(store.get('key_skills', 'late-k'), undefined);
+        assert.equal(store.get('transitions', 'late-t'), undefined);
+        await store.putAll([{ collection: 'key_skills', id: 'late-k', doc: { n: 3 } }], { deadline: Date.now() + 5000 });
+        assert.deepEqual(store.get('key_skills', 'late-k'), { n: 3 }, 'within its deadline it writes');
+      });
+
       if (backing.persistent) {
         it('a new instance starts with what was written', async () => {
           const first = await backing.open();
@@ -259,6 +295,25 @@ describe('EmbeddedDocStore on disk', () => {
     assert.equal(store.get('orgs', 'after'), undefined);
     await assert.rejects(store.put('orgs', 'before', { n: 3 }), /GW_DATA_DIR/);
     assert.deepEqual(store.get('orgs', 'before'), { n: 1 });
+    await rm(dir, { force: true });
+  });
+
+  it('a putAll that cannot be persisted fails and is undone whole', async () => {
+    const dir = await newDir();
+    const store = new EmbeddedDocStore(dir);
+    await store.start();
+    await store.put('key_skills', 'k', { n: 1 });
+    await rm(dir, { recursive: true });
+    await writeFile(dir, 'not a directory');
+    await assert.rejects(
+      store.putAll([
+        { collection: 'key_skills', id: 'k', doc: { n: 2 } },
+        { collection: 'transitions', id: 't', doc: { n: 2 } },
+      ]),
+      /GW_DATA_DIR: cannot persist key_skills\/k, transitions\/t/,
+    );
+    assert.deepEqual(store.get('key_skills', 'k'), { n: 1 });
+    assert.equal(store.get('transitions', 't'), undefined);
     await rm(dir, { force: true });
   });
 
@@ -394,6 +449,38 @@ describe('RedisDocStore and its connection', () => {
     await eventually(() => store.get('orgs', 'o') === undefined, 'the reload after reconnect');
     await store.put('orgs', 'o', { n: 3 });
     assert.deepEqual(store.get('orgs', 'o'), { n: 3 });
+  });
+
+  it('a putAll delayed in transit past its deadline is dropped by Redis itself: neither document is written', async () => {
+    const prefix = newRedisPrefix();
+    after(() => dropRedisPrefix(prefix));
+    const keys = redisKeys(prefix);
+    const proxy = await startRedisProxy();
+    after(() => proxy.close());
+    const store = await started(new RedisDocStore(proxy.url, keys));
+    // TIME passes (the deadline is set on Redis's clock), then the script is held in transit
+    proxy.hangOnCommand('eval', 'evalsha');
+    const write = store.putAll(
+      [
+        { collection: 'key_skills', id: 'k', doc: { n: 1 } },
+        { collection: 'transitions', id: 't', doc: { n: 1 } },
+      ],
+      { deadline: Date.now() + 200 },
+    );
+    const outcome = write.then(
+      () => 'written',
+      (err: unknown) => (err instanceof GatewayError ? err.type : String(err)),
+    );
+    await new Promise((r) => setTimeout(r, 400));
+    proxy.resume();
+    assert.equal(await outcome, 'store_timeout');
+    const admin = new Redis(REDIS_URL);
+    after(() => admin.disconnect());
+    assert.equal(await admin.hget(keys.doc('key_skills'), 'k'), null);
+    assert.equal(await admin.hget(keys.doc('transitions'), 't'), null);
+    assert.equal(store.get('key_skills', 'k'), undefined);
+    await store.putAll([{ collection: 'key_skills', id: 'k', doc: { n: 2 } }], { deadline: Date.now() + 2000 });
+    assert.equal(await admin.hget(keys.doc('key_skills'), 'k'), JSON.stringify({ n: 2 }), 'the next write in time lands');
   });
 
   it('ignores a malformed message on its channel', async () => {

@@ -1,6 +1,7 @@
 import { mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { COLLECTIONS, Mirror, type Collection, type DocStore, type StoreLog } from '../types.js';
+import { GatewayError } from '../../errors.js';
+import { COLLECTIONS, Mirror, type Collection, type DocStore, type DocWrite, type StoreLog, type WriteOptions } from '../types.js';
 
 const FILE = 'state.json';
 const LOCK = 'state.lock';
@@ -59,19 +60,27 @@ export class EmbeddedDocStore extends Mirror implements DocStore {
   }
 
   async put(collection: Collection, id: string, doc: object): Promise<void> {
-    await this.change(collection, id, structuredClone(doc));
+    await this.change([{ collection, id, doc: structuredClone(doc) }]);
+  }
+
+  /** Applied together in this event-loop turn, persisted by one flush, undone together when that flush fails. */
+  async putAll(writes: readonly DocWrite[], options: WriteOptions = {}): Promise<void> {
+    if (options.deadline !== undefined && Date.now() > options.deadline) {
+      throw new GatewayError('store_timeout', 'the write reached the store past its deadline; nothing was written');
+    }
+    await this.change(writes.map((w) => ({ collection: w.collection, id: w.id, doc: structuredClone(w.doc) })));
   }
 
   async create<T extends object>(collection: Collection, id: string, doc: T): Promise<{ created: boolean; current: T }> {
     const existing = this.get<T>(collection, id);
     if (existing !== undefined) return { created: false, current: existing };
-    await this.change(collection, id, structuredClone(doc));
+    await this.change([{ collection, id, doc: structuredClone(doc) }]);
     return { created: true, current: this.get<T>(collection, id) ?? doc };
   }
 
   async delete(collection: Collection, id: string): Promise<boolean> {
     if (!this.has(collection, id)) return false;
-    await this.change(collection, id, undefined);
+    await this.change([{ collection, id, doc: undefined }]);
     return true;
   }
 
@@ -111,21 +120,24 @@ export class EmbeddedDocStore extends Mirror implements DocStore {
   }
 
   /**
-   * Applies a change and waits until it is on disk. When the flush fails, the
-   * change is undone (unless something newer replaced it) and the caller gets
-   * the error: an acknowledged write is a persisted one.
+   * Applies changes and waits until they are on disk. When the flush fails,
+   * each change is undone (unless something newer replaced it) and the caller
+   * gets the error: an acknowledged write is a persisted one.
    */
-  private async change(collection: Collection, id: string, doc: unknown): Promise<void> {
-    const previous = this.get(collection, id);
-    this.apply(collection, id, doc);
+  private async change(changes: ReadonlyArray<{ collection: Collection; id: string; doc: unknown }>): Promise<void> {
+    const previous = changes.map((c) => this.get(c.collection, c.id));
+    for (const c of changes) this.apply(c.collection, c.id, c.doc);
     if (!this.dir) return;
-    const applied = this.get(collection, id);
+    const applied = changes.map((c) => this.get(c.collection, c.id));
     const seq = ++this.changeSeq;
     try {
       await this.flushThrough(seq);
     } catch (err) {
-      if (this.get(collection, id) === applied) this.apply(collection, id, previous);
-      throw new Error(`GW_DATA_DIR: cannot persist ${collection}/${id}: ${(err as Error).message}`, { cause: err });
+      changes.forEach((c, i) => {
+        if (this.get(c.collection, c.id) === applied[i]) this.apply(c.collection, c.id, previous[i]);
+      });
+      const what = changes.map((c) => `${c.collection}/${c.id}`).join(', ');
+      throw new Error(`GW_DATA_DIR: cannot persist ${what}: ${(err as Error).message}`, { cause: err });
     }
   }
 

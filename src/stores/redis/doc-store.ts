@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { GatewayError } from '../../errors.js';
-import { COLLECTIONS, Mirror, type Collection, type DocStore, type StoreLog } from '../types.js';
-import { DOC_SCRIPTS, type DocScript } from './doc-scripts.js';
+import { COLLECTIONS, Mirror, type Collection, type DocStore, type DocWrite, type StoreLog, type WriteOptions } from '../types.js';
+import { DOC_PUT_ALL_SCRIPT, DOC_SCRIPTS, type DocScript } from './doc-scripts.js';
 import type { RedisKeys } from './prefixes.js';
 
 /** How long a writer waits for its own change to come back through pub/sub. */
@@ -12,7 +12,18 @@ const COMMAND_TIMEOUT_MS = 5000;
 const CONNECT_TIMEOUT_MS = 5000;
 const RESYNC_RETRY_MS = 1000;
 
-type ScriptedRedis = Redis & Record<DocScript, (hash: string, channel: string, id: string, doc: string, message: string) => Promise<number | string>>;
+type ScriptedRedis = Redis &
+  Record<DocScript, (hash: string, channel: string, id: string, doc: string, message: string) => Promise<number | string>> & {
+    gwDocPutAll(numKeys: number, ...keysThenArgs: string[]): Promise<number>;
+  };
+
+/** One change as this store writes and publishes it; `text` undefined deletes. */
+interface Change {
+  op: 'p' | 'd';
+  collection: Collection;
+  id: string;
+  text: string | undefined;
+}
 
 /** A change as published: [op, collection, id, writer token, document or null]. */
 type ChangeMessage = ['p' | 'd', string, string, string, unknown];
@@ -49,6 +60,7 @@ export class RedisDocStore extends Mirror implements DocStore {
     // connection names let an operator (and the tests) tell the store's connections apart in CLIENT LIST
     this.cmd = new Redis(url, { ...common, connectionName: `${keys.docChannel}:cmd`, maxRetriesPerRequest: 1, commandTimeout: COMMAND_TIMEOUT_MS }) as ScriptedRedis;
     for (const [name, lua] of Object.entries(DOC_SCRIPTS)) this.cmd.defineCommand(name, { numberOfKeys: 2, lua });
+    this.cmd.defineCommand('gwDocPutAll', { lua: DOC_PUT_ALL_SCRIPT });
     // resubscribing is ours to do: the reload must start only once the subscription is live again
     this.sub = new Redis(url, { ...common, connectionName: `${keys.docChannel}:sub`, maxRetriesPerRequest: null, autoResubscribe: false });
   }
@@ -74,18 +86,29 @@ export class RedisDocStore extends Mirror implements DocStore {
   }
 
   async put(collection: Collection, id: string, doc: object): Promise<void> {
-    await this.write('gwDocPut', 'p', collection, id, JSON.stringify(doc));
+    await this.write('gwDocPut', { op: 'p', collection, id, text: JSON.stringify(doc) });
+  }
+
+  async putAll(writes: readonly DocWrite[], options: WriteOptions = {}): Promise<void> {
+    if (writes.length === 0) return;
+    const deadline = options.deadline === undefined ? '' : String(await this.onRedisClock(options.deadline));
+    const changes: Change[] = writes.map((w) => ({ op: 'p', collection: w.collection, id: w.id, text: JSON.stringify(w.doc) }));
+    const hashes = changes.map((c) => this.keys.doc(c.collection));
+    const wrote = await this.run(changes, (messages) =>
+      this.cmd.gwDocPutAll(1 + changes.length, this.keys.docChannel, ...hashes, deadline, ...changes.flatMap((c, i) => [c.id, c.text as string, messages[i] as string])),
+    );
+    if (wrote === false) throw new GatewayError('store_timeout', 'the write reached the configuration store past its deadline; nothing was written');
   }
 
   async create<T extends object>(collection: Collection, id: string, doc: T): Promise<{ created: boolean; current: T }> {
     const text = JSON.stringify(doc);
-    const wrote = await this.write('gwDocCreate', 'p', collection, id, text);
+    const wrote = await this.write('gwDocCreate', { op: 'p', collection, id, text });
     if (typeof wrote === 'string') return { created: false, current: JSON.parse(wrote) as T };
     return { created: true, current: this.get<T>(collection, id) ?? (JSON.parse(text) as T) };
   }
 
   async delete(collection: Collection, id: string): Promise<boolean> {
-    return (await this.write('gwDocDelete', 'd', collection, id, undefined)) === true;
+    return (await this.write('gwDocDelete', { op: 'd', collection, id, text: undefined })) === true;
   }
 
   async close(): Promise<void> {
@@ -97,18 +120,45 @@ export class RedisDocStore extends Mirror implements DocStore {
   }
 
   /**
-   * Runs a write script and waits (bounded) until its message comes back.
-   * When the echo is late (the subscriber is reconnecting) the change is
-   * applied here so this replica reads its own write; the reload that follows
-   * the reconnect puts everything in Redis order again.
+   * `deadline` (this host's clock) on Redis's clock: Redis TIME plus what is
+   * left of the bound once TIME answered. Never later than the caller's own
+   * deadline, and no agreement between the two hosts' clocks is assumed. Past
+   * the deadline already: nothing is sent.
    */
-  private async write(script: DocScript, op: 'p' | 'd', collection: Collection, id: string, text: string | undefined): Promise<true | false | string> {
-    const token = `${this.origin}:${++this.seq}`;
-    const message = `[${JSON.stringify(op)},${JSON.stringify(collection)},${JSON.stringify(id)},${JSON.stringify(token)},${text ?? 'null'}]`;
-    const echo = this.expectEcho(token);
+  private async onRedisClock(deadline: number): Promise<number> {
+    let now: number;
+    try {
+      const [seconds, micros] = (await this.cmd.time()) as unknown as [string | number, string | number];
+      now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    } catch (err) {
+      throw new GatewayError('store_timeout', `the configuration store did not answer: ${(err as Error).message}`, { cause: err });
+    }
+    const left = deadline - Date.now();
+    if (left <= 0) throw new GatewayError('store_timeout', 'the configuration store answered past the write deadline; nothing was written');
+    return now + left;
+  }
+
+  /** One document's script: its hash, the channel, the id, the JSON and the message. */
+  private write(name: DocScript, change: Change): Promise<true | false | string> {
+    return this.run([change], (messages) => this.cmd[name](this.keys.doc(change.collection), this.keys.docChannel, change.id, change.text ?? '', messages[0] as string));
+  }
+
+  /**
+   * Runs a write script and waits (bounded) until its last message comes
+   * back (the script publishes in order, so every earlier one has too). When
+   * the echo is late (the subscriber is reconnecting) the changes are applied
+   * here so this replica reads its own write; the reload that follows the
+   * reconnect puts everything in Redis order again.
+   */
+  private async run(changes: readonly Change[], exec: (messages: string[]) => Promise<number | string>): Promise<true | false | string> {
+    const tokens = changes.map(() => `${this.origin}:${++this.seq}`);
+    const messages = changes.map(
+      (c, i) => `[${JSON.stringify(c.op)},${JSON.stringify(c.collection)},${JSON.stringify(c.id)},${JSON.stringify(tokens[i])},${c.text ?? 'null'}]`,
+    );
+    const echo = this.expectEcho(tokens[tokens.length - 1] as string);
     let wrote: number | string;
     try {
-      wrote = await this.cmd[script](this.keys.doc(collection), this.keys.docChannel, id, text ?? '', message);
+      wrote = await exec(messages);
     } catch (err) {
       echo.cancel();
       throw new GatewayError('store_timeout', `the configuration store did not take the write: ${(err as Error).message}`, { cause: err });
@@ -118,8 +168,8 @@ export class RedisDocStore extends Mirror implements DocStore {
       return wrote === 0 ? false : String(wrote);
     }
     if (!(await echo.arrived)) {
-      this.log.warn({ collection, id, waited_ms: ECHO_WAIT_MS }, 'store change not echoed in time; applied locally');
-      this.apply(collection, id, text === undefined ? undefined : JSON.parse(text));
+      this.log.warn({ changes: changes.map((c) => `${c.collection}/${c.id}`), waited_ms: ECHO_WAIT_MS }, 'store change not echoed in time; applied locally');
+      for (const c of changes) this.apply(c.collection, c.id, c.text === undefined ? undefined : JSON.parse(c.text));
     }
     return true;
   }
