@@ -22,10 +22,11 @@ function decodeKey(base64: string, what: string): Buffer {
 }
 
 /**
- * The keys that seal stored provider keys: the current one seals, the current
- * and any previous ones open. Rotation: set the new key as GW_SECRETS_KEY and
- * the old one in GW_SECRETS_KEY_PREVIOUS; records are resealed under the new
- * key at start, after which the previous key can be dropped.
+ * The keys that seal stored provider keys: the current one (GW_SECRETS_KEY)
+ * seals, the current and any previous ones (GW_SECRETS_KEY_PREVIOUS) open.
+ * Which key is listed where is all the rotation needs: phase 1 lists the new
+ * key as previous, phase 2 swaps the two, phase 3 drops the old one
+ * (docs/operations.md, Rotating GW_SECRETS_KEY).
  */
 export class Keyring {
   readonly currentId: string;

@@ -3,6 +3,7 @@ import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
 import { keyId } from '../../src/tenancy/crypto.js';
 import { startFakeAnthropic } from '../fakes/anthropic.js';
 import { startFakeAzure } from '../fakes/azure.js';
@@ -12,7 +13,7 @@ import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
 import { call, errorMessage, startReplicaPair, type ReplicaPair } from '../helpers/api.js';
 import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
-import { REDIS_URL, SECRETS_KEY, devKeySecret, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { dropRedisPrefix, newRedisPrefix, REDIS_URL, SECRETS_KEY, devKeySecret, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 
 const ACME = devKeySecret('vk-acme');
 const OTHER = devKeySecret('vk-other');
@@ -296,5 +297,100 @@ describe('key rotation with GW_DATA_DIR (embedded store persisted)', () => {
     assert.equal(reply.status, 402);
     assert.match(errorMessage(reply), /cannot be opened/);
     await gw.close();
+  });
+});
+
+/**
+ * docs/api.md, Rotation: GW_SECRETS_KEY is swapped in two phases so that during
+ * a rolling restart every running replica can open every record, whichever
+ * key sealed it.
+ */
+describe('two-phase key rotation: replicas on either side of a rolling restart share one Redis', () => {
+  const OLD = SECRETS_KEY;
+  const NEW = Buffer.alloc(32, 9).toString('base64');
+  const kid = (k: string) => keyId(Buffer.from(k, 'base64'));
+  const prefix = newRedisPrefix();
+  const running = new Set<TestGateway>();
+  let fake: FakeVendor;
+  before(async () => (fake = await startFakeOpenAI()));
+  after(async () => {
+    await Promise.all([...running].map((gw) => gw.close()));
+    await dropRedisPrefix(prefix);
+    await fake.close();
+  });
+
+  const replica = async (env: Record<string, string>, bootstrap?: Bootstrap) => {
+    const gw = await startTestGateway({ redisPrefix: prefix, bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, ...env } });
+    running.add(gw);
+    return gw;
+  };
+  /** a rolling restart of one replica onto new settings */
+  const restart = async (gw: TestGateway, env: Record<string, string>) => {
+    running.delete(gw);
+    await gw.close();
+    return replica(env);
+  };
+  /** the key id each stored record is sealed under, read from Redis */
+  const kids = async () => {
+    const r = new Redis(REDIS_URL);
+    try {
+      const all = await r.hgetall(`${prefix}doc:vendor_keys`);
+      return Object.fromEntries(Object.entries(all).map(([id, text]) => [id, (JSON.parse(text) as { sealed: { kid: string } }).sealed.kid]));
+    } finally {
+      r.disconnect();
+    }
+  };
+  const relaysWith = async (gw: TestGateway, key: string, secret: string) => {
+    const n = fake.received.length;
+    const reply = await chat(gw, key);
+    assert.equal(reply.status, 200, JSON.stringify(reply.json));
+    assert.equal(fake.received[n]?.headers['authorization'], `Bearer ${secret}`);
+  };
+  const PHASE1 = { GW_SECRETS_KEY: OLD, GW_SECRETS_KEY_PREVIOUS: NEW };
+  const PHASE2 = { GW_SECRETS_KEY: NEW, GW_SECRETS_KEY_PREVIOUS: OLD };
+  const PHASE3 = { GW_SECRETS_KEY: NEW };
+
+  it('phase 1 (new key readable), phase 2 (swap, reseal at start), phase 3 (drop the old key): every replica opens every record throughout', async () => {
+    let a = await replica({ GW_SECRETS_KEY: OLD }, BOOT);
+    let b = await replica({ GW_SECRETS_KEY: OLD });
+    assert.equal((await store(a, { provider: 'openai', api_key: 'sk-before-rotation-1111' })).status, 200);
+
+    // phase 1, rolling: the new key becomes readable everywhere; nothing is sealed under it yet
+    a = await restart(a, PHASE1);
+    b = await restart(b, PHASE1);
+    assert.deepEqual(await kids(), { 'acme:openai': kid(OLD) }, 'phase 1 reseals nothing');
+    await relaysWith(a, ACME, 'sk-before-rotation-1111');
+
+    // phase 2, rolling: b swaps first and reseals under the new key at start, while a still runs phase 1
+    b = await restart(b, PHASE2);
+    assert.deepEqual(await kids(), { 'acme:openai': kid(NEW) }, 'resealed under the new key at start');
+    await relaysWith(a, ACME, 'sk-before-rotation-1111');
+    await relaysWith(b, ACME, 'sk-before-rotation-1111');
+    assert.equal((await store(b, { provider: 'openai', api_key: 'sk-sealed-new-2222' }, OTHER)).status, 200);
+    await relaysWith(a, OTHER, 'sk-sealed-new-2222');
+    assert.equal((await store(a, { provider: 'openai', api_key: 'sk-sealed-old-3333' })).status, 200);
+    assert.deepEqual(await kids(), { 'acme:openai': kid(OLD), 'other:openai': kid(NEW) }, 'a phase-1 replica still seals under the old key');
+    await relaysWith(b, ACME, 'sk-sealed-old-3333');
+
+    // phase 2 completes: a swaps too; its start reseals what it wrote under the old key
+    a = await restart(a, PHASE2);
+    assert.deepEqual(await kids(), { 'acme:openai': kid(NEW), 'other:openai': kid(NEW) });
+
+    // phase 3, rolling: the old key goes
+    b = await restart(b, PHASE3);
+    await relaysWith(b, ACME, 'sk-sealed-old-3333');
+    await relaysWith(a, OTHER, 'sk-sealed-new-2222');
+    a = await restart(a, PHASE3);
+    await relaysWith(a, ACME, 'sk-sealed-old-3333');
+    await relaysWith(b, OTHER, 'sk-sealed-new-2222');
+  });
+
+  it('why phase 1 exists: a replica holding only the old key cannot open what a new-key replica resealed (402, not relayed)', async () => {
+    const stale = await replica({ GW_SECRETS_KEY: OLD });
+    const n = fake.received.length;
+    const reply = await chat(stale, ACME);
+    assert.equal(reply.status, 402);
+    assert.match(errorMessage(reply), /cannot be opened/);
+    assert.equal(fake.received.length, n);
   });
 });

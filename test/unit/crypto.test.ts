@@ -48,6 +48,17 @@ describe('Keyring (AES-256-GCM for stored provider keys)', () => {
     assert.throws(() => without.open(old, 'c'), /not configured/);
   });
 
+  it('two-phase rotation: a phase-1 ring (old current, new previous) and a phase-2 ring (swapped) open each other’s seals; each seals under its current key', () => {
+    const phase1 = Keyring.fromSettings(K1, K2);
+    const phase2 = Keyring.fromSettings(K2, K1);
+    const fromPhase1 = phase1.seal('written-in-phase-1', 'c');
+    const fromPhase2 = phase2.seal('written-in-phase-2', 'c');
+    assert.equal(fromPhase1.kid, keyId(Buffer.from(K1, 'base64')));
+    assert.equal(fromPhase2.kid, keyId(Buffer.from(K2, 'base64')));
+    assert.equal(phase2.open(fromPhase1, 'c'), 'written-in-phase-1');
+    assert.equal(phase1.open(fromPhase2, 'c'), 'written-in-phase-2');
+  });
+
   it('without a configured key: an ephemeral per-process key', () => {
     const a = Keyring.fromSettings(undefined, undefined);
     const b = Keyring.fromSettings(undefined, undefined);
