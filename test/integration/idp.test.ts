@@ -45,9 +45,9 @@ async function newSigner(kid: string): Promise<{ signer: Signer; jwk: JWK }> {
   return { signer: { key: privateKey, kid }, jwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' } };
 }
 
-/** The same suite with the JWKS as a file and as a URL. */
-for (const source of ['file', 'url'] as const) {
-  describe(`identity-provider tokens (JWKS ${source})`, () => {
+/** The same suite with the JWKS as a file and as a URL, on each store implementation. */
+for (const [source, redis] of [['file', false], ['url', false], ['file', true], ['url', true]] as const) {
+  describe(`identity-provider tokens (JWKS ${source}, ${redis ? 'redis' : 'embedded'} store)`, () => {
     let gw: TestGateway;
     let idp: Signer;
     let stranger: Signer;
@@ -67,7 +67,7 @@ for (const source of ['file', 'url'] as const) {
         await new Promise<void>((r) => jwksServer?.listen(0, '127.0.0.1', r));
         location = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/.well-known/jwks.json`;
       }
-      gw = await startTestGateway({ bootstrap: BOOT, env: { GW_IDP_ISSUER: ISSUER, GW_IDP_JWKS: location, GW_IDP_AUDIENCE: AUDIENCE, GW_IDP_GROUP_MAP: GROUP_MAP } });
+      gw = await startTestGateway({ redis, bootstrap: BOOT, env: { GW_IDP_ISSUER: ISSUER, GW_IDP_JWKS: location, GW_IDP_AUDIENCE: AUDIENCE, GW_IDP_GROUP_MAP: GROUP_MAP } });
     });
     after(async () => {
       await gw.close();
