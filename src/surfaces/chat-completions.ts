@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors.js';
 import type { GatewayRequest, Route } from '../http/types.js';
+import { peekTopLevelString } from '../http/json-peek.js';
 import { parseJsonObject } from '../http/validate.js';
 import type { Presented } from '../pipeline/auth.js';
 import type { Pipeline } from '../pipeline/index.js';
@@ -9,6 +10,12 @@ import type { ChatRequest, ReplyContext } from '../translate/types.js';
 import { SURFACES } from './index.js';
 
 const surface = SURFACES.chat_completions;
+
+/** the translator to the model's own vendor; none for OpenAI's models and names the catalog does not know */
+const translatorFor = (model: string) => {
+  const entry = lookupModel(model);
+  return entry && chatTranslator(entry.provider);
+};
 
 function replyContext(req: GatewayRequest, body: ChatRequest): ReplyContext {
   const options = body['stream_options'];
@@ -40,12 +47,14 @@ export function chatCompletionsRoutes(pipeline: Pipeline): Route[] {
       surface,
       async handler(req, res) {
         const { caller, presented } = pipeline.authenticate(req, surface);
-        const body = parseJsonObject(req.body);
-        const model = body['model'];
+        // an OpenAI model needs only its name, so its body is not parsed at all; a translated call needs it whole
+        const peeked = peekTopLevelString(req.body, 'model');
+        const body = typeof peeked === 'string' && peeked !== '' && !translatorFor(peeked) ? undefined : parseJsonObject(req.body);
+        const model = body ? body['model'] : peeked;
         if (typeof model !== 'string' || model === '') throw new GatewayError('request_error', 'model: required string', { fields: { field: 'model' } });
         const entry = lookupModel(model);
-        const translate = entry && chatTranslator(entry.provider);
-        if (!translate) {
+        const translate = translatorFor(model);
+        if (!body || !translate || !entry) {
           await pipeline.relay(req, res, { surface, caller, presented, provider: 'openai', model, path: '/v1/chat/completions', body: req.body });
           return;
         }
