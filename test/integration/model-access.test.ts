@@ -9,9 +9,6 @@ import { call, type Answer } from '../helpers/api.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
 const { bootstrap, devKey } = oneTenant('scoped');
-/** the one model enabled per provider family; the refused model is its sibling */
-const ENABLED = ['gpt-4o-mini', 'claude-haiku-4-5', 'gemini-2.5-flash', 'anthropic.claude-3-5-haiku-20241022-v1:0'];
-
 interface Fakes {
   openai: FakeVendor;
   anthropic: FakeVendor;
@@ -19,27 +16,29 @@ interface Fakes {
   bedrock: FakeVendor;
 }
 
+/** per provider family: the fake that serves it, the one model enabled, and a sibling that is not */
+type Family = { vendor: keyof Fakes; enabled: string; refused: string };
+const OPENAI: Family = { vendor: 'openai', enabled: 'gpt-4o-mini', refused: 'gpt-4o' };
+const MSGVENDOR: Family = { vendor: 'anthropic', enabled: 'claude-haiku-4-5', refused: 'claude-sonnet-4-5' };
+const GENVENDOR: Family = { vendor: 'gemini', enabled: 'gemini-2.5-flash', refused: 'gemini-2.5-pro' };
+const CLOUDY: Family = { vendor: 'bedrock', enabled: 'anthropic.claude-3-5-haiku-20241022-v1:0', refused: 'anthropic.claude-sonnet-4-5-20250929-v1:0' };
+const ENABLED = [OPENAI, MSGVENDOR, GENVENDOR, CLOUDY].map((f) => f.enabled);
+
 /** Every surface that names a model, each called the way its vendor's clients call it. */
-const SURFACES: Array<{ name: string; vendor: keyof Fakes; enabled: string; refused: string; send(gw: TestGateway, model: string): Promise<Answer> }> = [
+const SURFACES: Array<Family & { name: string; send(gw: TestGateway, model: string): Promise<Answer> }> = [
   {
     name: 'chat-completions',
-    vendor: 'openai',
-    enabled: 'gpt-4o-mini',
-    refused: 'gpt-4o',
+    ...OPENAI,
     send: (gw, model) => call(gw, '/v1/chat/completions', { key: devKey, headers: { 'x-gw-provider-key': 'sk-vendor' }, body: { model, messages: [{ role: 'user', content: 'hi' }] } }),
   },
   {
     name: 'responses',
-    vendor: 'openai',
-    enabled: 'gpt-4o-mini',
-    refused: 'gpt-4o',
+    ...OPENAI,
     send: (gw, model) => call(gw, '/v1/responses', { key: devKey, headers: { 'x-gw-provider-key': 'sk-vendor' }, body: { model, input: 'hi' } }),
   },
   {
     name: 'cloudx deployment chat',
-    vendor: 'openai',
-    enabled: 'gpt-4o-mini',
-    refused: 'gpt-4o',
+    ...OPENAI,
     send: (gw, deployment) =>
       call(gw, `/cloudx/compat/openai/deployments/${deployment}/chat/completions?api-version=2024-10-21`, {
         headers: { 'api-key': devKey, 'x-gw-provider-key': 'azure-resource-key' },
@@ -48,9 +47,7 @@ const SURFACES: Array<{ name: string; vendor: keyof Fakes; enabled: string; refu
   },
   {
     name: 'messages',
-    vendor: 'anthropic',
-    enabled: 'claude-haiku-4-5',
-    refused: 'claude-sonnet-4-5',
+    ...MSGVENDOR,
     send: (gw, model) =>
       call(gw, '/msgvendor/v1/messages', {
         headers: { 'x-api-key': devKey, 'x-gw-provider-key': 'sk-ant-vendor', 'anthropic-version': '2023-06-01' },
@@ -59,9 +56,7 @@ const SURFACES: Array<{ name: string; vendor: keyof Fakes; enabled: string; refu
   },
   {
     name: 'count_tokens',
-    vendor: 'anthropic',
-    enabled: 'claude-haiku-4-5',
-    refused: 'claude-sonnet-4-5',
+    ...MSGVENDOR,
     send: (gw, model) =>
       call(gw, '/msgvendor/v1/messages/count_tokens', {
         headers: { 'x-api-key': devKey, 'x-gw-provider-key': 'sk-ant-vendor', 'anthropic-version': '2023-06-01' },
@@ -70,9 +65,7 @@ const SURFACES: Array<{ name: string; vendor: keyof Fakes; enabled: string; refu
   },
   {
     name: 'generate-content',
-    vendor: 'gemini',
-    enabled: 'gemini-2.5-flash',
-    refused: 'gemini-2.5-pro',
+    ...GENVENDOR,
     send: (gw, model) =>
       call(gw, `/genvendor/v1beta/models/${model}:generateContent`, {
         headers: { 'x-goog-api-key': devKey, 'x-gw-provider-key': 'gemini-vendor-key' },
@@ -81,9 +74,7 @@ const SURFACES: Array<{ name: string; vendor: keyof Fakes; enabled: string; refu
   },
   {
     name: 'converse, model in the path',
-    vendor: 'bedrock',
-    enabled: 'anthropic.claude-3-5-haiku-20241022-v1:0',
-    refused: 'anthropic.claude-sonnet-4-5-20250929-v1:0',
+    ...CLOUDY,
     send: (gw, model) =>
       call(gw, `/cloudy/model/${encodeURIComponent(model)}/converse`, {
         headers: { 'x-gw-key': devKey, authorization: 'Bearer bedrock-api-key' },
@@ -92,9 +83,7 @@ const SURFACES: Array<{ name: string; vendor: keyof Fakes; enabled: string; refu
   },
   {
     name: 'converse, model in the body',
-    vendor: 'bedrock',
-    enabled: 'anthropic.claude-3-5-haiku-20241022-v1:0',
-    refused: 'anthropic.claude-sonnet-4-5-20250929-v1:0',
+    ...CLOUDY,
     send: (gw, modelId) =>
       call(gw, '/cloudy/converse', {
         headers: { 'x-gw-key': devKey, authorization: 'Bearer bedrock-api-key' },
