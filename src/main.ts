@@ -13,7 +13,8 @@ import { Providers, type OriginOverrides } from './providers/index.js';
 import { createFront } from './server/front.js';
 import { startMetricsApp } from './server/metrics-app.js';
 import { loadUws } from './server/uws.js';
-import { loadSettings, SettingsError, type Settings } from './settings.js';
+import { PROVIDER_IDS } from './providers/types.js';
+import { loadSettings, SettingsError, upstreamSetting, type Settings } from './settings.js';
 import { EmbeddedDocStore } from './stores/embedded/doc-store.js';
 import { RedisDocReader } from './stores/redis/doc-reader.js';
 import { RedisDocStore } from './stores/redis/doc-store.js';
@@ -77,14 +78,7 @@ function openMeter(settings: Settings): MeterStore {
 }
 
 function originOverrides(s: Settings): OriginOverrides {
-  return {
-    openai: s.GW_UPSTREAM_OPENAI,
-    cloudx: s.GW_UPSTREAM_CLOUDX,
-    msgvendor: s.GW_UPSTREAM_MSGVENDOR,
-    genvendor: s.GW_UPSTREAM_GENVENDOR,
-    genvendor_vertex: s.GW_UPSTREAM_GENVENDOR_VERTEX,
-    cloudy: s.GW_UPSTREAM_CLOUDY,
-  };
+  return Object.fromEntries(PROVIDER_IDS.map((p) => [p, s[upstreamSetting(p)]]));
 }
 
 /** One replica: settings → stores → pipeline → routes → the uWS front. */
@@ -119,7 +113,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
   if (keyring.ephemeral) log.info('GW_SECRETS_KEY unset: stored provider keys are sealed under a per-process key and live in memory only');
   const docReader = settings.GW_REDIS_URL ? new RedisDocReader(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : undefined;
   await docReader?.start();
-  const vendorKeys = new VendorKeys(store, keyring, { timeoutMs: storeTimeoutMs, reader: docReader, cloudxOverridden: providers.isOverridden('cloudx'), log });
+  const vendorKeys = new VendorKeys(store, keyring, { timeoutMs: storeTimeoutMs, reader: docReader, cloudxOverridden: providers.isOverridden('cloudx'), rules: (p) => providers.get(p).storedCredential, log });
   await vendorKeys.start();
   const modelAccess = new ModelAccess(store);
   const keySkills = new KeySkills(store, storeTimeoutMs);

@@ -1,6 +1,7 @@
 import { cpus } from 'node:os';
 import { Type, type Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
+import { PROVIDER_IDS, type ProviderId } from './providers/types.js';
 
 /**
  * Every GW_ deployment setting in one schema. Environment values are strings;
@@ -10,6 +11,14 @@ const Seconds = (def: number, description: string) =>
   Type.Number({ exclusiveMinimum: 0, default: def, description });
 const Origin = (description: string) =>
   Type.Optional(Type.String({ pattern: '^https?://[^/?#\\s]+$', description }));
+
+/** GW_UPSTREAM_<PROVIDER>: one per provider in the provider list, so a new provider brings its own */
+export const upstreamSetting = <P extends ProviderId>(provider: P) => `GW_UPSTREAM_${provider.toUpperCase() as Uppercase<P>}` as const;
+
+function upstreamOverrideSettings() {
+  const entries = PROVIDER_IDS.map((p) => [upstreamSetting(p), Origin(`origin override for ${p}: replaces its origin for every region, resource or project`)]);
+  return Object.fromEntries(entries) as Record<ReturnType<typeof upstreamSetting<ProviderId>>, ReturnType<typeof Origin>>;
+}
 
 export const SettingsSchema = Type.Object({
   GW_HOST: Type.String({ default: '0.0.0.0', minLength: 1 }),
@@ -25,12 +34,7 @@ export const SettingsSchema = Type.Object({
     Type.String({ pattern: '^[A-Za-z0-9+/]{43}=(,[A-Za-z0-9+/]{43}=)*$', description: 'comma-separated keys rotated out: still open stored secrets, which are resealed under GW_SECRETS_KEY at start' }),
   ),
   GW_BOOTSTRAP: Type.Optional(Type.String({ minLength: 1 })),
-  GW_UPSTREAM_OPENAI: Origin('origin override for openai'),
-  GW_UPSTREAM_CLOUDX: Origin('origin override for cloudx (every resource)'),
-  GW_UPSTREAM_MSGVENDOR: Origin('origin override for msgvendor'),
-  GW_UPSTREAM_GENVENDOR: Origin('origin override for genvendor'),
-  GW_UPSTREAM_GENVENDOR_VERTEX: Origin('origin override for genvendor_vertex (every project/location)'),
-  GW_UPSTREAM_CLOUDY: Origin('origin override for cloudy (every region)'),
+  ...upstreamOverrideSettings(),
   GW_UPSTREAM_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 65536, default: 256, description: 'max sockets per upstream origin' }),
   GW_LOG_LEVEL: Type.Union(
     [Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')],

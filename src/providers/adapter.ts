@@ -12,11 +12,27 @@ export interface Location {
 }
 
 /**
+ * How a provider takes a stored credential (`/api/v1/vendor_key/create`):
+ * its kinds, the first being the default, and the location fields it needs.
+ */
+export interface StoredCredentialRule {
+  kinds: Readonly<Record<string, { scheme: ProviderCredential['scheme']; secret: RegExp; shape: string }>>;
+  location: readonly (keyof Location)[];
+}
+
+/** printable ASCII without spaces: anything else could break a header */
+const PRINTABLE = /^[\x21-\x7e]{1,8192}$/;
+/** a key of printable characters, riding as `scheme` */
+export const printableKey = (scheme: ProviderCredential['scheme']) => ({ scheme, secret: PRINTABLE, shape: 'a key of printable characters' });
+
+/**
  * One vendor, as pure functions: no I/O, no settings reads. Bytes and
  * credentials in, a request out; reply bytes in, usage out.
  */
 export interface ProviderAdapter {
   readonly id: ProviderId;
+  /** how it takes a stored credential */
+  readonly storedCredential: StoredCredentialRule;
   /** where a call goes when neither the caller nor a stored key says (so residency rules see it too) */
   readonly defaultLocation?: Location;
   /** the vendor's public origin for this location */

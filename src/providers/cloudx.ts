@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors.js';
-import type { ProviderAdapter } from './adapter.js';
+import { printableKey, type ProviderAdapter } from './adapter.js';
 import { openai } from './openai.js';
 
 /** Azure OpenAI resource hosts (CONTRACT §4): one DNS label under either service domain. */
@@ -45,6 +45,7 @@ const notAllowed = (value: string) =>
  */
 export const cloudx: ProviderAdapter = {
   id: 'cloudx',
+  storedCredential: { kinds: { api_key: printableKey('api_key') }, location: ['endpoint'] },
   publicOrigin(loc) {
     if (loc.endpoint === undefined || loc.endpoint === '') {
       throw new GatewayError('request_error', 'no Azure OpenAI resource: send x-gw-azure-endpoint or store the key with its endpoint', { fields: { field: 'x-gw-azure-endpoint' } });

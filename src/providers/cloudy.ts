@@ -2,7 +2,7 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { GatewayError } from '../errors.js';
-import type { ProviderAdapter } from './adapter.js';
+import { printableKey, type ProviderAdapter } from './adapter.js';
 import type { UpstreamRequest } from './types.js';
 import { converseStreamUsage, converseUsage } from './usage/converse.js';
 
@@ -58,6 +58,13 @@ async function signV4(req: UpstreamRequest, secret: string, region: string): Pro
  */
 export const cloudy: ProviderAdapter = {
   id: 'cloudy',
+  storedCredential: {
+    kinds: {
+      access_key: { scheme: 'aws_sigv4', secret: ACCESS_KEY_PAIR, shape: 'the packed pair ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]' },
+      api_key: printableKey('bearer'),
+    },
+    location: ['region'],
+  },
   defaultLocation: { region: DEFAULT_AWS_REGION },
   publicOrigin: (loc) => `https://bedrock-runtime.${loc.region ?? DEFAULT_AWS_REGION}.amazonaws.com`,
   authorize(req, cred, loc) {

@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors.js';
-import type { Location, ProviderAdapter } from './adapter.js';
+import { printableKey, type Location, type ProviderAdapter } from './adapter.js';
 import type { StreamUsageReader, Usage } from './types.js';
 import { generateContentStreamUsage, generateContentUsage } from './usage/generate-content.js';
 import { messagesStreamUsage, messagesUsage } from './usage/messages.js';
@@ -12,6 +12,7 @@ import { messagesStreamUsage, messagesUsage } from './usage/messages.js';
  */
 export const genvendorVertex: ProviderAdapter = {
   id: 'genvendor_vertex',
+  storedCredential: { kinds: { oauth_token: printableKey('bearer') }, location: ['project', 'location'] },
   defaultLocation: { location: 'global' },
   publicOrigin(loc) {
     const location = loc.location ?? 'global';

@@ -1,4 +1,4 @@
-import type { ProviderAdapter } from './adapter.js';
+import { printableKey, type ProviderAdapter } from './adapter.js';
 import { generateContentStreamUsage, generateContentUsage } from './usage/generate-content.js';
 
 /**
@@ -7,6 +7,7 @@ import { generateContentStreamUsage, generateContentUsage } from './usage/genera
  */
 export const genvendor: ProviderAdapter = {
   id: 'genvendor',
+  storedCredential: { kinds: { api_key: printableKey('api_key') }, location: [] },
   publicOrigin: () => 'https://generativelanguage.googleapis.com',
   authorize(req, cred) {
     const auth: Record<string, string> = cred.scheme === 'bearer' ? { authorization: `Bearer ${cred.secret}` } : { 'x-goog-api-key': cred.secret };

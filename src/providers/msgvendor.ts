@@ -1,4 +1,4 @@
-import type { ProviderAdapter } from './adapter.js';
+import { printableKey, type ProviderAdapter } from './adapter.js';
 import { messagesStreamUsage, messagesUsage } from './usage/messages.js';
 
 /**
@@ -8,6 +8,7 @@ import { messagesStreamUsage, messagesUsage } from './usage/messages.js';
  */
 export const msgvendor: ProviderAdapter = {
   id: 'msgvendor',
+  storedCredential: { kinds: { api_key: printableKey('api_key') }, location: [] },
   publicOrigin: () => 'https://api.anthropic.com',
   authorize(req, cred) {
     const [name, value] = cred.scheme === 'bearer' ? ['authorization', `Bearer ${cred.secret}`] : ['x-api-key', cred.secret];

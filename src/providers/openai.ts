@@ -1,4 +1,4 @@
-import type { ProviderAdapter } from './adapter.js';
+import { printableKey, type ProviderAdapter } from './adapter.js';
 import { num, sseUsageReader } from './sse.js';
 import type { Usage } from './types.js';
 
@@ -26,6 +26,7 @@ const replyUsage = (reply: unknown): Usage | undefined => {
 
 export const openai: ProviderAdapter = {
   id: 'openai',
+  storedCredential: { kinds: { api_key: printableKey('bearer') }, location: [] },
   publicOrigin: () => 'https://api.openai.com',
   authorize(req, cred) {
     return { ...req, headers: { ...req.headers, authorization: `Bearer ${cred.secret}` } };

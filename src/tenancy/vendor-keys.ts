@@ -1,11 +1,11 @@
 import { GatewayError } from '../errors.js';
 import type { StageClock } from '../http/stages.js';
 import type { StoredCredential, StoredKeys } from '../pipeline/credentials.js';
-import type { Location } from '../providers/adapter.js';
+import type { Location, StoredCredentialRule } from '../providers/adapter.js';
 import { cloudxEndpoint } from '../providers/cloudx.js';
-import { ACCESS_KEY_PAIR, DEFAULT_AWS_REGION, isAwsRegion } from '../providers/cloudy.js';
+import { DEFAULT_AWS_REGION, isAwsRegion } from '../providers/cloudy.js';
 import { vertexTarget } from '../providers/genvendor-vertex.js';
-import type { ProviderCredential, ProviderId } from '../providers/types.js';
+import type { ProviderId } from '../providers/types.js';
 import type { Collection, DocStore } from '../stores/types.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Keyring, Sealed } from './crypto.js';
@@ -41,33 +41,6 @@ export interface DocReader {
   read(collection: Collection, id: string): Promise<unknown>;
 }
 
-type LocationField = keyof Location;
-
-/** How each provider takes a stored credential: kinds (the first is the default) and the location fields it needs. */
-interface CredentialRule {
-  kinds: Record<string, { scheme: ProviderCredential['scheme']; secret: RegExp; shape: string }>;
-  location: readonly LocationField[];
-}
-
-/** printable ASCII without spaces: anything else could break a header */
-const TOKEN = /^[\x21-\x7e]{1,8192}$/;
-const apiKey = (scheme: ProviderCredential['scheme']) => ({ scheme, secret: TOKEN, shape: 'a key of printable characters' });
-
-const RULES: Record<ProviderId, CredentialRule> = {
-  openai: { kinds: { api_key: apiKey('bearer') }, location: [] },
-  cloudx: { kinds: { api_key: apiKey('api_key') }, location: ['endpoint'] },
-  msgvendor: { kinds: { api_key: apiKey('api_key') }, location: [] },
-  genvendor: { kinds: { api_key: apiKey('api_key') }, location: [] },
-  genvendor_vertex: { kinds: { oauth_token: apiKey('bearer') }, location: ['project', 'location'] },
-  cloudy: {
-    kinds: {
-      access_key: { scheme: 'aws_sigv4', secret: ACCESS_KEY_PAIR, shape: 'the packed pair ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]' },
-      api_key: apiKey('bearer'),
-    },
-    location: ['region'],
-  },
-};
-
 /** with GW_UPSTREAM_CLOUDX set every resource goes to the override, so any origin-shaped endpoint is kept */
 const ANY_ORIGIN = /^https?:\/\/[^/?#\s]+\/?$/;
 
@@ -83,6 +56,8 @@ export interface VendorKeysOptions {
   reader?: DocReader;
   /** GW_UPSTREAM_CLOUDX is set: the endpoint allowlist does not apply */
   cloudxOverridden: boolean;
+  /** each provider's rule for what it takes (the provider table's) */
+  rules: (provider: ProviderId) => StoredCredentialRule;
   log: Logger;
 }
 
@@ -152,7 +127,7 @@ export class VendorKeys implements StoredKeys {
 
   /** Validates, seals and stores; writing the same key again is harmless. */
   async create(orgId: string, input: VendorKeyInput, stages: StageClock): Promise<VendorKeySummary> {
-    const rule = RULES[input.provider];
+    const rule = this.opts.rules(input.provider);
     const kindNames = Object.keys(rule.kinds);
     const credential_kind = input.credential_kind ?? (kindNames[0] as string);
     const kind = rule.kinds[credential_kind];
@@ -178,7 +153,7 @@ export class VendorKeys implements StoredKeys {
     return removed;
   }
 
-  private location(input: VendorKeyInput, rule: CredentialRule): Location {
+  private location(input: VendorKeyInput, rule: StoredCredentialRule): Location {
     for (const field of ['endpoint', 'region', 'project', 'location'] as const) {
       if (input[field] !== undefined && !rule.location.includes(field)) throw badField(field, `not used by ${input.provider}`);
     }
@@ -220,7 +195,7 @@ export class VendorKeys implements StoredKeys {
   }
 
   private openDoc(doc: VendorKeyDoc): StoredCredential {
-    const kind = RULES[doc.provider].kinds[doc.credential_kind];
+    const kind = this.opts.rules(doc.provider).kinds[doc.credential_kind];
     let secret: string;
     try {
       if (!kind) throw new Error(`unknown credential_kind ${doc.credential_kind}`);
