@@ -1,3 +1,5 @@
+import { startFakeOpenAI } from '../fakes/openai.js';
+import type { FakeVendor } from '../fakes/server.js';
 import { dropRedisPrefix, newRedisPrefix, startTestGateway, type Bootstrap, type TestGateway } from './gateway.js';
 
 export interface Answer {
@@ -44,6 +46,25 @@ export async function startReplicaPair(bootstrap: Bootstrap, env: Record<string,
       await a.close();
       await b.close();
       await dropRedisPrefix(prefix);
+    },
+  };
+}
+
+/** A replica pair whose openai calls go to one fake OpenAI. */
+export interface ReplicaPairOverFake extends ReplicaPair {
+  fake: FakeVendor;
+}
+
+/** Two replicas sharing one Redis namespace, in front of one fake OpenAI; close() stops all three. */
+export async function startReplicaPairOverFakeOpenAI(bootstrap: Bootstrap): Promise<ReplicaPairOverFake> {
+  const fake = await startFakeOpenAI();
+  const pair = await startReplicaPair(bootstrap, { GW_UPSTREAM_OPENAI: fake.origin });
+  return {
+    ...pair,
+    fake,
+    async close() {
+      await pair.close();
+      await fake.close();
     },
   };
 }

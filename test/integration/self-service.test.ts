@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { startFakeAnthropic } from '../fakes/anthropic.js';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
-import { call, errorMessage, startReplicaPair, type ReplicaPair } from '../helpers/api.js';
+import { call, errorMessage, startReplicaPairOverFakeOpenAI, type ReplicaPairOverFake } from '../helpers/api.js';
 import { CONFIG_SECRET, devKeySecret, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 
 const ACME = devKeySecret('ss-acme');
@@ -133,21 +133,12 @@ for (const redis of [false, true]) {
 }
 
 describe('self-service on two replicas sharing one Redis', () => {
-  let fake: FakeVendor;
-  let pair: ReplicaPair;
-  let a: TestGateway;
-  let b: TestGateway;
-  before(async () => {
-    fake = await startFakeOpenAI();
-    pair = await startReplicaPair(BOOT, { GW_UPSTREAM_OPENAI: fake.origin });
-    ({ a, b } = pair);
-  });
-  after(async () => {
-    await pair.close();
-    await fake.close();
-  });
+  let pair: ReplicaPairOverFake;
+  before(async () => (pair = await startReplicaPairOverFakeOpenAI(BOOT)));
+  after(() => pair.close());
 
   it('an access list written through one replica is obeyed by the other on the next request', async () => {
+    const { a, b } = pair;
     assert.equal((await chat(b, 'gpt-4o')).status, 200);
     assert.equal((await call(a, '/api/v1/model_access/update', { key: ACME, body: { models: ['gpt-4.1'] } })).status, 200);
     assert.equal((await chat(b, 'gpt-4o')).status, 403);
@@ -156,6 +147,7 @@ describe('self-service on two replicas sharing one Redis', () => {
   });
 
   it('a cap set through one replica reads the same through the other', async () => {
+    const { a, b } = pair;
     assert.equal((await call(a, '/api/v1/spend_cap/update', { key: ACME, body: { cap_usd: 3, period: 'month' } })).status, 200);
     const cap = (await call(b, '/api/v1/settings', { key: ACME })).json['spend_cap'] as Record<string, unknown>;
     assert.equal(cap['cap_usd'], 3);

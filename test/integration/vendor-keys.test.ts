@@ -11,7 +11,7 @@ import { startFakeBedrock } from '../fakes/bedrock.js';
 import { startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
-import { call, errorMessage, startReplicaPair, type ReplicaPair } from '../helpers/api.js';
+import { call, errorMessage, startReplicaPairOverFakeOpenAI, type ReplicaPairOverFake } from '../helpers/api.js';
 import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
 import { dropRedisPrefix, newRedisPrefix, REDIS_URL, SECRETS_KEY, devKeySecret, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 
@@ -195,21 +195,12 @@ describe('cloudx endpoint allowlist without an origin override', () => {
 });
 
 describe('two replicas on one Redis', () => {
-  let fake: FakeVendor;
-  let pair: ReplicaPair;
-  let a: TestGateway;
-  let b: TestGateway;
-  before(async () => {
-    fake = await startFakeOpenAI();
-    pair = await startReplicaPair(BOOT, { GW_UPSTREAM_OPENAI: fake.origin });
-    ({ a, b } = pair);
-  });
-  after(async () => {
-    await pair.close();
-    await fake.close();
-  });
+  let pair: ReplicaPairOverFake;
+  before(async () => (pair = await startReplicaPairOverFakeOpenAI(BOOT)));
+  after(() => pair.close());
 
   it('a key stored through one is used by the other on the next request, and a delete is obeyed likewise', async () => {
+    const { a, b, fake } = pair;
     assert.equal((await chat(b, ACME)).status, 402);
     assert.equal((await store(a, { provider: 'openai', api_key: 'sk-replica-a-5678' })).status, 200);
     const before = fake.received.length;
@@ -220,6 +211,7 @@ describe('two replicas on one Redis', () => {
   });
 
   it('the record in Redis is sealed under a named key id, never plaintext', async () => {
+    const { a } = pair;
     assert.equal((await store(a, { provider: 'msgvendor', api_key: 'sk-ant-sealed-check-1' })).status, 200);
     const { Redis } = await import('ioredis');
     const r = new Redis(REDIS_URL);
