@@ -7,6 +7,7 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor, type Recorded } from
  * - `error_<status>`: the vendor's error envelope with that status
  * - `truncated`: 200 with a body cut mid-JSON
  * - `plain_text`: 200 with a text/plain body
+ * - `trickle_stream`: one chunk every 100 ms, forever
  * - `slow_<ms>`: waits before answering
  * - `stall_stream`: streams one chunk, then goes silent
  * - `break_stream`: streams two chunks, then drops the connection
@@ -97,6 +98,14 @@ async function stream(_req: Recorded, res: ServerResponse, model: string, includ
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   res.write(chunk(model, { role: 'assistant', content: '' }));
   if (model === 'stall_stream') return; // never ends: the gateway's idle timer must close it
+  if (model === 'trickle_stream') {
+    // never silent and never done: only the stream deadline ends it
+    while (!res.destroyed) {
+      await sleep(100);
+      res.write(chunk(model, { content: '.' }));
+    }
+    return;
+  }
   res.write(chunk(model, { content: 'Hello' }));
   if (model === 'break_stream') {
     // let the events reach the wire first: destroy() discards unflushed writes

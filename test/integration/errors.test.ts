@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
 import { ADMIN_KEY, oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { freePort } from '../helpers/wait.js';
+import { eventually, freePort } from '../helpers/wait.js';
 
 const PASS_THROUGH = { 'x-gw-provider-key': 'sk-errors-test' };
 
@@ -215,6 +215,34 @@ describe('authentication and the error contract on chat-completions', () => {
       const bad = await call(gw, '/healthz', { headers: { 'x-request-id': 'has spaces and "quotes"' } });
       assert.notEqual(bad.headers.get('x-gw-request-id'), 'has spaces and "quotes"');
     });
+  });
+});
+
+describe('a stream open longer than GW_STREAM_DEADLINE_S', () => {
+  let fake: FakeOpenAI;
+  let gw: TestGateway;
+  const { bootstrap, devKey } = oneTenant('deadline');
+
+  before(async () => {
+    fake = await startFakeOpenAI();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_STREAM_DEADLINE_S: '0.6', GW_STREAM_IDLE_S: '5' } });
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  it('ends, though never idle, with one terminal gateway_timeout event and the upstream call cancelled', async () => {
+    const before = fake.received.length;
+    const a = await call(gw, '/v1/chat/completions', { headers: { 'x-gw-key': devKey, ...PASS_THROUGH }, body: chat('trickle_stream', { stream: true }) });
+    assert.equal(a.status, 200);
+    assert.equal(a.headers.get('x-gw-error'), null, 'a mid-stream error carries no header');
+    const evs = events(a.text);
+    assert.ok(evs.filter((e) => e.includes('"content":"."')).length >= 2, 'the trickle was relayed until the deadline');
+    const last = JSON.parse(evs.at(-1) as string) as { error?: { type?: string; message?: string } };
+    assert.equal(last.error?.type, 'gateway_timeout');
+    assert.match(last.error?.message ?? '', /longer than 0.6 s/);
+    await eventually(() => fake.received[before]?.interrupted === true, 'the upstream call was cancelled');
   });
 });
 
