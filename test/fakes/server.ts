@@ -93,4 +93,9 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/**
+ * A vendor's scripted delay. Unref'd: a delay left running after the gateway
+ * hung up (`slow_3000` behind an aborted call) must not hold the test process
+ * open once its tests are done; while a call is live its socket keeps it open.
+ */
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());

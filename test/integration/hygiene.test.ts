@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
-import { sleep } from '../fakes/server.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { PATIENCE_MS, eventually } from '../helpers/wait.js';
 
