@@ -200,6 +200,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       metricsApp?.close();
       const deadline = Date.now() + settings.GW_SHUTDOWN_GRACE_S * 1000;
       while (front.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      // idle keep-alive connections would otherwise hold the process until their clients let go
+      front.closeConnections();
       await upstream.close().catch(() => undefined);
       await store.close();
       spendCaps.close();

@@ -8,7 +8,7 @@ import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import { Router } from './router.js';
 import { UwsSink, type SinkHooks } from './sink.js';
-import type { Uws } from './uws.js';
+import { closeApp, type Uws } from './uws.js';
 
 export interface FrontOptions {
   uws: Uws;
@@ -27,6 +27,8 @@ export interface Front {
   listen(host: string, port: number): Promise<number>;
   /** stops accepting; in-flight requests go on */
   stopListening(): void;
+  /** closes every connection, idle keep-alive ones included (after in-flight requests are done) */
+  closeConnections(): void;
   readonly inFlight: number;
 }
 
@@ -208,6 +210,9 @@ export function createFront(opts: FrontOptions): Front {
     stopListening() {
       if (listenSocket) uws.us_listen_socket_close(listenSocket);
       listenSocket = undefined;
+    },
+    closeConnections() {
+      closeApp(app);
     },
     get inFlight() {
       return inFlight;

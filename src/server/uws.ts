@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as UWS from 'uWebSockets.js';
+import type { TemplatedApp } from 'uWebSockets.js';
 
 export type Uws = typeof UWS;
 
@@ -28,3 +29,6 @@ export function loadUws(allowFallback: boolean, load: ModuleLoader = createRequi
     return { uws: load('uWebSockets.js') as Uws, native: false };
   }
 }
+
+/** `TemplatedApp.close()` exists in this uWS build (it closes the listener and every socket) but its types omit it */
+export const closeApp = (app: TemplatedApp): void => (app as TemplatedApp & { close(): void }).close();
