@@ -171,9 +171,10 @@ for (const makeDeployment of [redisDeployment, embeddedDeployment]) {
         const past = await post(gw.url, '/api/v1/admin/dev_keys', { org_id: 'globex', expires_at: new Date(Date.now() - 1000).toISOString() });
         assert.equal(past.status, 201);
         assert.equal(await callWith(gw.url, past.body['api_key'] as string), 401);
-        const soon = await post(gw.url, '/api/v1/admin/dev_keys', { org_id: 'globex', expires_at: new Date(Date.now() + 1500).toISOString() });
+        // wide enough that creating the key and one call fit before it on a loaded machine
+        const soon = await post(gw.url, '/api/v1/admin/dev_keys', { org_id: 'globex', expires_at: new Date(Date.now() + 3000).toISOString() });
         assert.equal(await callWith(gw.url, soon.body['api_key'] as string), 200);
-        await new Promise((r) => setTimeout(r, 1600));
+        await new Promise((r) => setTimeout(r, 3100));
         assert.equal(await callWith(gw.url, soon.body['api_key'] as string), 401);
       });
 
