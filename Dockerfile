@@ -1,9 +1,12 @@
 # Build stage: install everything, compile TypeScript.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY package.json package-lock.json ./
+# dependencies first, so a source change reuses this layer; `prepare` (the build) runs below
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm ci --no-audit --no-fund
+RUN npm run build
 
 # Runtime stage: production dependencies and the compiled output only, as a non-root user.
 FROM node:20-bookworm-slim
