@@ -39,7 +39,7 @@ export const MEANING: Readonly<Record<string, string>> = {
   GW_UPSTREAM_CLOUDY: 'SigV4 still signs for the region asked for',
   GW_UPSTREAM_CONNECTIONS: 'undici pool size per origin',
   GW_LOG_LEVEL: 'pino level',
-  GW_METRICS_PORT: 'also serve `GET /metrics` on this port',
+  GW_METRICS_PORT: 'also serve `GET /metrics` on this port; with several replicas the primary serves it, aggregating every replica',
   GW_METRICS_PUBLIC: '`0` removes `GET /metrics` from the main port',
   GW_ALLOW_UWS_FALLBACK: '`1` lets the gateway start on the slow pure-JS server when the uWebSockets.js native binary does not load (otherwise start-up stops)',
   GW_MAX_BODY_BYTES: 'largest request body accepted; larger is 413 `payload_too_large`',
