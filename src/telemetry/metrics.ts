@@ -1,5 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { HotCounter, HotHistogram } from './hot-metrics.js';
 import type { Usage } from '../providers/types.js';
 
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -22,51 +23,24 @@ export function createMetrics() {
 
   const m = {
     registry,
-    requests: new Counter({
-      name: 'gw_requests_total',
-      help: 'Requests answered, by surface, status and provider',
-      labelNames: ['surface', 'status', 'provider'] as const,
-      registers: [registry],
-    }),
-    duration: new Histogram({
-      name: 'gw_request_duration_seconds',
-      help: 'Time from accept to the last byte, by surface',
-      labelNames: ['surface'] as const,
-      buckets: LATENCY_BUCKETS,
-      registers: [registry],
-    }),
-    overhead: new Histogram({
-      name: 'gw_gateway_overhead_seconds',
-      help: 'Time to the response start that was not spent waiting on the upstream',
-      labelNames: ['surface'] as const,
-      buckets: LATENCY_BUCKETS,
-      registers: [registry],
-    }),
-    upstreamLatency: new Histogram({
-      name: 'gw_upstream_latency_seconds',
-      help: 'Time from dispatch to the upstream response start, by provider',
-      labelNames: ['provider'] as const,
-      buckets: LATENCY_BUCKETS,
-      registers: [registry],
-    }),
+    requests: new HotCounter('gw_requests_total', 'Requests answered, by surface, status and provider', ['surface', 'status', 'provider'], registry),
+    duration: new HotHistogram('gw_request_duration_seconds', 'Time from accept to the last byte, by surface', ['surface'], LATENCY_BUCKETS, registry),
+    overhead: new HotHistogram(
+      'gw_gateway_overhead_seconds',
+      'The gateway\'s own time in a relayed call: before dispatch, and for a whole reply from its last byte to the answer',
+      ['surface'],
+      LATENCY_BUCKETS,
+      registry,
+    ),
+    upstreamLatency: new HotHistogram('gw_upstream_latency_seconds', 'Time from dispatch to the upstream response start, by provider', ['provider'], LATENCY_BUCKETS, registry),
     upstreamErrors: new Counter({
       name: 'gw_upstream_errors_total',
       help: 'Upstream calls that failed before or during the response, by provider and kind',
       labelNames: ['provider', 'kind'] as const,
       registers: [registry],
     }),
-    tokens: new Counter({
-      name: 'gw_tokens_total',
-      help: 'Tokens read from relayed replies, by provider and kind (input, output, cached)',
-      labelNames: ['provider', 'kind'] as const,
-      registers: [registry],
-    }),
-    costUsd: new Counter({
-      name: 'gw_cost_usd_total',
-      help: 'Cost of relayed calls at catalog prices, by provider',
-      labelNames: ['provider'] as const,
-      registers: [registry],
-    }),
+    tokens: new HotCounter('gw_tokens_total', 'Tokens read from relayed replies, by provider and kind (input, output, cached)', ['provider', 'kind'], registry),
+    costUsd: new HotCounter('gw_cost_usd_total', 'Cost of relayed calls at catalog prices, by provider', ['provider'], registry),
     passthrough: new Counter({
       name: 'gw_passthrough_total',
       help: 'Calls relayed directly to the provider because a stage of the gateway itself failed (SPEC Fail-open), by stage',
@@ -106,21 +80,21 @@ export function createMetrics() {
     /** a finished call's usage and its catalog price (labels stay bounded: provider, never model) */
     recordUsage(provider: string, usage: Usage | undefined, costUsd: number) {
       if (usage) {
-        tokensOf(provider, 'input').inc(usage.input_tokens);
-        tokensOf(provider, 'output').inc(usage.output_tokens);
-        tokensOf(provider, 'cached').inc(usage.cached_tokens);
+        m.tokens.inc([provider, 'input'], usage.input_tokens);
+        m.tokens.inc([provider, 'output'], usage.output_tokens);
+        m.tokens.inc([provider, 'cached'], usage.cached_tokens);
       }
-      if (costUsd > 0) costOf(provider).inc(costUsd);
+      if (costUsd > 0) m.costUsd.inc([provider], costUsd);
     },
     countAnswer(surface: string, status: number, provider: string, seconds: number) {
-      answersOf(surface, String(status), provider).inc();
-      durationOf(surface).observe(seconds);
+      m.requests.inc([surface, String(status), provider]);
+      m.duration.observe([surface], seconds);
     },
     observeOverhead(surface: string, seconds: number) {
-      overheadOf(surface).observe(seconds);
+      m.overhead.observe([surface], seconds);
     },
     observeUpstreamLatency(provider: string, seconds: number) {
-      upstreamLatencyOf(provider).observe(seconds);
+      m.upstreamLatency.observe([provider], seconds);
     },
     setPoolStatsSource(fn: () => PoolStats[]) {
       poolStats = fn;
@@ -151,31 +125,7 @@ export function createMetrics() {
       },
     });
   for (const f of ['connected', 'free', 'pending', 'running'] as const) poolGauge(f);
-  // per-request metrics go through memoized label children
-  const answersOf = childrenOf((surface, status, provider) => m.requests.labels(surface, status, provider));
-  const durationOf = childrenOf((surface) => m.duration.labels(surface));
-  const overheadOf = childrenOf((surface) => m.overhead.labels(surface));
-  const upstreamLatencyOf = childrenOf((provider) => m.upstreamLatency.labels(provider));
-  const tokensOf = childrenOf((provider, kind) => m.tokens.labels(provider, kind));
-  const costOf = childrenOf((provider) => m.costUsd.labels(provider));
   return m;
-}
-
-/**
- * prom-client hashes a label object on every call, which showed in request
- * profiles; the hot path keeps one child per label values instead.
- */
-function childrenOf<T>(labels: (...values: string[]) => T): (...values: string[]) => T {
-  const memo = new Map<string, T>();
-  return (...values) => {
-    const key = values.join('\u0000');
-    let child = memo.get(key);
-    if (child === undefined) {
-      child = labels(...values);
-      memo.set(key, child);
-    }
-    return child;
-  };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
