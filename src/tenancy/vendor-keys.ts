@@ -142,7 +142,9 @@ export class VendorKeys implements StoredKeys {
       sealed: this.keyring.seal(input.api_key, sealContext(orgId, input.provider)),
       updated_at: new Date().toISOString(),
     };
-    await withinStoreBound(this.store.put('vendor_keys', docId(orgId, input.provider), doc), this.opts.timeoutMs, stages, 'storing the provider key');
+    // the store gets the same deadline, so a write delayed past the 504 is not applied later
+    const write = this.store.putAll([{ collection: 'vendor_keys', id: docId(orgId, input.provider), doc }], { deadline: Date.now() + this.opts.timeoutMs });
+    await withinStoreBound(write, this.opts.timeoutMs, stages, 'storing the provider key');
     this.opts.log.info({ org_id: orgId, provider: input.provider, credential_kind, kid: doc.sealed.kid }, 'provider key stored');
     return summary;
   }
