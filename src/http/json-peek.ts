@@ -40,6 +40,8 @@ export function peekTopLevelString(body: Buffer, key: string): string | undefine
       if (end === -1) return NOT_PEEKABLE;
       if (depth === 1 && keyNext) {
         keyNext = false;
+        // an escaped key may spell `key` in a way these bytes do not: let the parser decide
+        if (body.subarray(i + 1, end).includes(BACKSLASH)) return NOT_PEEKABLE;
         if (end - i - 1 === want.length && body.compare(want, 0, want.length, i + 1, end) === 0) {
           let v = end + 1;
           while (isSpace(body[v])) v++;

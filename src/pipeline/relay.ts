@@ -205,10 +205,12 @@ class RelayExchange implements UpstreamSink {
     const id = this.provider.id;
     this.deps.metrics.upstreamErrors.inc({ provider: id, kind });
     if (kind === 'connect' || kind === 'timeout') this.deps.health.failed(id);
+    // 'other' is not the network: the reply arrived and could not be relayed (say, translated)
+    if (kind === 'other') this.req.log.warn({ err, provider: id }, 'the upstream reply could not be relayed');
     const gwErr =
       kind === 'timeout'
         ? new GatewayError('upstream_timeout', `upstream ${id} did not answer in time`, { cause: err })
-        : new GatewayError('upstream_unavailable', `upstream ${id} failed: ${kind}`, { cause: err });
+        : new GatewayError('upstream_unavailable', kind === 'other' ? `the reply of upstream ${id} could not be relayed` : `upstream ${id} failed: ${kind}`, { cause: err });
     this.res.fail(gwErr);
     this.settle(gwErr.status, gwErr);
   }

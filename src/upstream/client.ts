@@ -63,8 +63,14 @@ class Exchange implements Dispatcher.DispatchHandler, UpstreamCall {
   }
 
   onResponseEnd(): void {
+    if (this.done) return;
     this.done = true;
-    this.sink.onEnd();
+    // a sink that fails on the finished reply (a translator choking on it) must still end the exchange
+    try {
+      this.sink.onEnd();
+    } catch (err) {
+      this.sink.onError(err instanceof Error ? err : new Error(String(err)));
+    }
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: Error): void {

@@ -13,6 +13,7 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor } from './server.js';
  * - `break_stream`: sends a few events, then drops the connection
  * - `overloaded_stream`: a stream that ends with the vendor's `overloaded_error` event
  * - a name ending in `-error_<status>` or `-overloaded_stream` behaves like the bare script (a catalog name routed here by translation)
+ * - a name ending in `-malformed`: 200 with a JSON body whose content holds a null block
  * - a name ending in `-tool_use`: the reply calls the tool `get_weather` (stop_reason `tool_use`)
  * anything else answers normally (streaming when `stream: true` or on `:streamRawPredict`),
  * with a thinking block (and its signature) when the request asks for thinking.
@@ -38,6 +39,7 @@ export function startFakeAnthropic(): Promise<FakeVendor> {
     }
     if (countTokens) return sendJson(res, 200, { input_tokens: 42 }, { 'request-id': 'req_fake_count' });
     const thinking = body.thinking?.type === 'enabled';
+    if (model.endsWith('-malformed')) return sendJson(res, 200, { ...message(model, false), content: [null] });
     if (model.endsWith('-tool_use')) return body.stream ? toolUseStream(res, model) : sendJson(res, 200, toolUseMessage(model));
     if (body.stream || vertex?.[2] === 'streamRawPredict') return stream(res, model, thinking);
     sendJson(res, 200, message(model, thinking), { 'request-id': 'req_fake_anthropic', 'anthropic-organization-id': 'org-fake' });

@@ -185,6 +185,13 @@ describe('chat completions translated to msgvendor (Anthropic Messages)', () => 
     await assert.rejects(collect(stream), (err: unknown) => err instanceof OpenAI.APIError && /Overloaded/.test(err.message));
   });
 
+  it('a vendor reply the translator cannot read is a prompt 502, never a request left hanging', async () => {
+    await assert.rejects(
+      client().chat.completions.create({ model: 'claude-sonnet-4-5-malformed', messages: [{ role: 'user', content: 'hi' }] }),
+      (err: unknown) => err instanceof OpenAI.APIError && err.status === 502 && err.headers?.get('x-gw-error') === null,
+    );
+  });
+
   it('refuses parameters it cannot carry with a 400 naming them', async () => {
     await assert.rejects(
       client().chat.completions.create({ model: 'claude-sonnet-4-5', n: 2, logprobs: true, messages: [{ role: 'user', content: 'hi' }] }),
