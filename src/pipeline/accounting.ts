@@ -43,6 +43,6 @@ export function account(ring: InspectorRing, res: ResponseSink, rec: CallRecord)
   });
   res.meta.tenant = rec.caller.org.org_id;
   const { status, usage } = rec.outcome;
-  const billedUnseen = usage === undefined && ((status >= 200 && status < 300) || status === 499);
+  const billedUnseen = rec.outcome.dispatched && usage === undefined && ((status >= 200 && status < 300) || status === 499);
   return billedUnseen ? undefined : cost;
 }

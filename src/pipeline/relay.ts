@@ -20,6 +20,8 @@ export interface RelayOutcome {
   upstreamMs: number;
   /** the gateway's own time: before dispatch, and for a whole reply between its last byte and the answer */
   overheadMs: number | undefined;
+  /** false when the call never went upstream (the request was answered or abandoned first) */
+  dispatched: boolean;
   streamed: boolean;
   /** set when the gateway, not the vendor, ended the exchange */
   error?: GatewayError;
@@ -93,6 +95,7 @@ class RelayExchange implements UpstreamSink {
   /** an unfinished event, held until the rest of it arrives */
   private held: Buffer | undefined;
   private call: UpstreamCall | undefined;
+  private dispatched = false;
 
   constructor(
     private readonly deps: RelayDeps,
@@ -107,6 +110,12 @@ class RelayExchange implements UpstreamSink {
   }
 
   start(request: UpstreamRequest): void {
+    // answered already (the request deadline passed while a stage waited) or the client left: the vendor is not called
+    if (this.res.started || this.res.aborted) {
+      this.settle(this.res.aborted ? 499 : 504);
+      return;
+    }
+    this.dispatched = true;
     this.req.stages.begin(`upstream_${this.provider.id}`);
     const call = this.deps.upstream.dispatch(request, this);
     this.call = call;
@@ -255,7 +264,7 @@ class RelayExchange implements UpstreamSink {
     clearTimeout(this.idle);
     clearTimeout(this.deadline);
     this.req.stages.end();
-    this.resolve({ status, usage, upstreamMs: this.upstreamMs, overheadMs: this.overheadMs, streamed: this.mode === 'stream', error });
+    this.resolve({ status, usage, upstreamMs: this.upstreamMs, overheadMs: this.overheadMs, streamed: this.mode === 'stream', dispatched: this.dispatched, error });
   }
 }
 

@@ -26,6 +26,7 @@ export interface SinkHooks {
 /** ResponseSink over a uWS HttpResponse: corks every write and honours backpressure. */
 export class UwsSink implements ResponseSink {
   aborted = false;
+  private cancelled = false;
   started = false;
   finished = false;
   status = 0;
@@ -55,13 +56,14 @@ export class UwsSink implements ResponseSink {
     this.finish();
   }
 
-  /** the gateway gave up on the request (deadline): whoever waits on the client stops too */
+  /** the gateway gave up on the request (deadline): whoever waits on the client stops too, now or when they start waiting */
   cancel(): void {
+    this.cancelled = true;
     for (const cb of this.abortCbs.splice(0)) cb();
   }
 
   onAbort(cb: () => void): void {
-    if (this.aborted) cb();
+    if (this.aborted || this.cancelled) cb();
     else this.abortCbs.push(cb);
   }
 

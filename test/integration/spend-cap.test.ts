@@ -16,6 +16,7 @@ import { SpendCaps, worstCaseUsd } from '../../src/tenancy/spend-cap.js';
 import { completion } from '../fakes/openai.js';
 import { sendJson, startFakeVendor, type FakeVendor } from '../fakes/server.js';
 import { REDIS_URL, SECRETS_KEY, devKeySecret, dropRedisPrefix, newRedisPrefix, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const HOUR = 3_600_000;
@@ -346,5 +347,36 @@ describe('spend cap when Redis is unreachable (fail-open, SPEC Fail-open 1)', ()
     assert.equal(reply.choices[0]?.message.content, 'Hello from the fake.');
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     assert.match(metrics, /gw_spend_cap_store_failures_total\{op="reserve"\} 1\b/);
+  });
+});
+
+describe('a call the request deadline answered is never sent afterwards', () => {
+  let fake: FakeVendor;
+  let behind: Awaited<ReturnType<typeof startGatewayBehindProxy>>;
+  before(async () => {
+    fake = await startHeldOpenAI({ ms: 0 });
+    behind = await startGatewayBehindProxy(BOOTSTRAP, { GW_UPSTREAM_OPENAI: fake.origin, GW_REQUEST_DEADLINE_S: '0.5' });
+  });
+  after(async () => {
+    await behind.close();
+    await fake.close();
+  });
+
+  it('answers 504 gateway_timeout while the reservation waits, and the vendor never sees the call', async () => {
+    await setCap(behind.gw, 'capped', 0.5);
+    behind.proxy.hang();
+    const before = fake.received.length;
+    const res = await fetch(`${behind.gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key('capped')}`, 'x-gw-provider-key': 'sk-upstream', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(res.status, 504);
+    assert.equal(res.headers.get('x-gw-error'), 'gateway_timeout');
+    await res.arrayBuffer();
+    // the metering call gives up meanwhile (its 1 s command timeout) and fails open: the caller was already told to retry
+    await sleep(2000);
+    assert.equal(fake.received.length, before, 'a call answered 504 went to the vendor anyway');
+    behind.proxy.resume();
   });
 });
