@@ -66,7 +66,12 @@ export const cloudy: ProviderAdapter = {
     location: ['region'],
   },
   defaultLocation: { region: DEFAULT_AWS_REGION },
-  publicOrigin: (loc) => `https://bedrock-runtime.${loc.region ?? DEFAULT_AWS_REGION}.amazonaws.com`,
+  publicOrigin(loc) {
+    const region = loc.region ?? DEFAULT_AWS_REGION;
+    // the region becomes a hostname label: checked here, whichever route supplied it (no SSRF)
+    if (!isAwsRegion(region)) throw new GatewayError('request_error', `not an AWS region: ${JSON.stringify(region.slice(0, 64))}`, { fields: { field: 'x-gw-aws-region' } });
+    return `https://bedrock-runtime.${region}.amazonaws.com`;
+  },
   authorize(req, cred, loc) {
     // a stored key says what it is; x-gw-provider-key (scheme api_key) carries either, told apart by shape
     const pair = cred.scheme === 'aws_sigv4' || (cred.scheme === 'api_key' && isAccessKeyPair(cred.secret));

@@ -16,6 +16,8 @@ export const genvendorVertex: ProviderAdapter = {
   defaultLocation: { location: 'global' },
   publicOrigin(loc) {
     const location = loc.location ?? 'global';
+    // the location becomes a hostname label: checked here, whichever route supplied it (no SSRF)
+    if (!VERTEX_LOCATION.test(location)) throw new GatewayError('request_error', `not a Vertex location: ${JSON.stringify(location.slice(0, 64))}`, { fields: { field: 'x-gw-vertex-location' } });
     return location === 'global' ? 'https://aiplatform.googleapis.com' : `https://${location}-aiplatform.googleapis.com`;
   },
   authorize(req, cred) {
