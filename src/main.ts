@@ -49,7 +49,7 @@ import { createLogger, createLogging, type Logger } from './telemetry/log.js';
 import { createMetrics } from './telemetry/metrics.js';
 import { InspectorRing } from './telemetry/ring.js';
 import { Upstream } from './upstream/client.js';
-import { ProviderHealth } from './upstream/health.js';
+import { OriginHealth } from './upstream/health.js';
 
 export interface RunningGateway {
   port: number;
@@ -103,7 +103,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
   const upstream = new Upstream({ connectionsPerOrigin: settings.GW_UPSTREAM_CONNECTIONS, headersTimeoutMs: settings.GW_REQUEST_DEADLINE_S * 1000 });
   metrics.setPoolStatsSource(() => upstream.stats());
   const ring = new InspectorRing(100);
-  const providerHealth = new ProviderHealth();
+  const originHealth = new OriginHealth();
   const meter = openMeter(settings);
   await meter.start();
   const spendCaps = new SpendCaps({ docs: store, meter, metrics, log });
@@ -129,7 +129,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     metrics,
     log,
     ring,
-    health: providerHealth,
+    health: originHealth,
     limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
     storedKeys: vendorKeys,
     policy: [
@@ -148,7 +148,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       providers,
       {
         inFlight: () => inFlight(),
-        providers: providerHealth,
+        origins: originHealth,
         levers: () => ({
           skills_default: 'off',
           guardrails: { regex: 'on', classifier: settings.GW_GUARDRAILS_MODEL_MODE },

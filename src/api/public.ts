@@ -3,11 +3,12 @@ import { CATALOG } from '../providers/catalog.js';
 import type { Providers } from '../providers/index.js';
 import { SURFACES } from '../surfaces/index.js';
 import type { Metrics } from '../telemetry/metrics.js';
-import type { ProviderHealth } from '../upstream/health.js';
+import type { ProviderId } from '../providers/types.js';
+import type { OriginHealth } from '../upstream/health.js';
 import { sendJson } from './respond.js';
 
 export interface HealthSources {
-  providers: ProviderHealth;
+  origins: OriginHealth;
   inFlight(): number;
   /** skills and policy stages active on this deployment */
   levers(): Record<string, unknown>;
@@ -42,8 +43,12 @@ export function publicRoutes(providers: Providers, health: HealthSources, metric
       path: '/v1/models',
       surface,
       handler(_req, res) {
-        // a provider whose recent calls could not connect has no reachable destination for now
-        const served = new Set(providers.ids().filter((p) => health.providers.reachable(p)));
+        // a provider whose default destination recent calls could not reach is left out for now
+        const reachable = (p: ProviderId) => {
+          const origin = providers.defaultOrigin(p);
+          return origin === undefined || health.origins.reachable(origin);
+        };
+        const served = new Set(providers.ids().filter(reachable));
         const data = CATALOG.filter((m) => served.has(m.provider)).map((m) => ({ id: m.id, object: 'model', owned_by: m.provider, provider: m.provider }));
         sendJson(res, 200, { object: 'list', data });
       },

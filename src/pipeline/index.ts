@@ -9,7 +9,7 @@ import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { InspectorRing } from '../telemetry/ring.js';
 import type { Upstream } from '../upstream/client.js';
-import type { ProviderHealth } from '../upstream/health.js';
+import type { OriginHealth } from '../upstream/health.js';
 import type { ReplyTransform } from '../translate/types.js';
 import { account } from './accounting.js';
 import { resolveCredential, type StoredKeys } from './credentials.js';
@@ -26,7 +26,7 @@ export interface PipelineDeps {
   log: Logger;
   ring: InspectorRing;
   limits: RelayLimits;
-  health: ProviderHealth;
+  health: OriginHealth;
   storedKeys: StoredKeys;
   /** the tenant's policy, in order (access, rate, spend cap, residency) */
   policy: readonly PolicyStage[];

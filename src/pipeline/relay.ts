@@ -6,7 +6,7 @@ import type { StreamUsageReader, UpstreamRequest, Usage } from '../providers/typ
 import type { Metrics } from '../telemetry/metrics.js';
 import type { ReplyTransform, StreamTransform } from '../translate/types.js';
 import { failureKind, type Upstream, type UpstreamCall, type UpstreamSink } from '../upstream/client.js';
-import type { ProviderHealth } from '../upstream/health.js';
+import type { OriginHealth } from '../upstream/health.js';
 import { relayResponseHeaders } from './forward-headers.js';
 
 export interface RelayLimits {
@@ -68,7 +68,7 @@ interface RelayDeps {
   upstream: Upstream;
   metrics: Metrics;
   limits: RelayLimits;
-  health: ProviderHealth;
+  health: OriginHealth;
 }
 
 /** One relayed call; its methods are the upstream sink, so a call allocates no closures. */
@@ -96,6 +96,7 @@ class RelayExchange implements UpstreamSink {
   private held: Buffer | undefined;
   private call: UpstreamCall | undefined;
   private dispatched = false;
+  private origin = '';
 
   constructor(
     private readonly deps: RelayDeps,
@@ -116,6 +117,7 @@ class RelayExchange implements UpstreamSink {
       return;
     }
     this.dispatched = true;
+    this.origin = request.origin;
     this.req.stages.begin(`upstream_${this.provider.id}`);
     const call = this.deps.upstream.dispatch(request, this);
     this.call = call;
@@ -124,7 +126,7 @@ class RelayExchange implements UpstreamSink {
   }
 
   onHeaders(status: number, headers: Record<string, string | string[] | undefined>): void {
-    this.deps.health.succeeded(this.provider.id);
+    this.deps.health.succeeded(this.origin);
     this.status = status;
     this.upstreamMs = performance.now() - this.started;
     this.res.meta.upstreamMs = this.upstreamMs;
@@ -213,7 +215,7 @@ class RelayExchange implements UpstreamSink {
     }
     const id = this.provider.id;
     this.deps.metrics.upstreamErrors.inc({ provider: id, kind });
-    if (kind === 'connect' || kind === 'timeout') this.deps.health.failed(id);
+    if (kind === 'connect' || kind === 'timeout') this.deps.health.failed(this.origin);
     // 'other' is not the network: the reply arrived and could not be relayed (say, translated)
     if (kind === 'other') this.req.log.warn({ err, provider: id }, 'the upstream reply could not be relayed');
     const gwErr =

@@ -45,6 +45,15 @@ export class Providers {
     return this.overrides[id] ?? this.get(id).publicOrigin(loc);
   }
 
+  /** where a call goes when nothing names a location, or undefined when that takes one (an Azure resource) */
+  defaultOrigin(id: ProviderId): string | undefined {
+    try {
+      return this.origin(id, this.get(id).defaultLocation ?? {});
+    } catch {
+      return undefined;
+    }
+  }
+
   isOverridden(id: ProviderId): boolean {
     return this.overrides[id] !== undefined;
   }
