@@ -27,6 +27,9 @@ export interface RelayOutcome {
   error?: GatewayError;
 }
 
+/** an unfinished event held back past this size is forwarded as it is (framing gives way to memory) */
+const MAX_HELD_EVENT_BYTES = 1024 * 1024;
+
 const STREAM_TYPES = ['text/event-stream', 'application/vnd.amazon.eventstream'];
 const isStream = (contentType: string | string[] | undefined): boolean =>
   typeof contentType === 'string' && STREAM_TYPES.some((t) => contentType.startsWith(t));
@@ -229,6 +232,11 @@ class RelayExchange implements UpstreamSink {
   /** the complete events of what has arrived; an unfinished one is held for the next chunk */
   private wholeEvents(chunk: Buffer): Buffer | undefined {
     const data = this.held ? Buffer.concat([this.held, chunk]) : chunk;
+    // an event this large is passed on as it stands rather than re-joined on every chunk
+    if (this.held && data.length > MAX_HELD_EVENT_BYTES) {
+      this.held = undefined;
+      return data;
+    }
     const n = (this.framing as Framing)(data);
     this.held = n < data.length ? Buffer.from(data.subarray(n)) : undefined;
     if (n === 0) return undefined;

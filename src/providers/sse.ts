@@ -1,6 +1,8 @@
 import type { StreamUsageReader, Usage } from './types.js';
 
 const LF = 0x0a;
+/** usage events are small; an unfinished line longer than this is not carried between chunks */
+const MAX_LINE_BYTES = 256 * 1024;
 
 /**
  * Incremental SSE reader: finds complete lines across chunk boundaries and
@@ -22,7 +24,7 @@ export class SseScanner {
     // most chunks carry no marker at all: then only an unfinished last line matters
     if (!this.carry && !this.markers.some((m) => chunk.includes(m))) {
       const nl = chunk.lastIndexOf(LF);
-      if (nl !== chunk.length - 1) this.carry = Buffer.from(chunk.subarray(nl + 1));
+      if (nl !== chunk.length - 1 && chunk.length - nl - 1 <= MAX_LINE_BYTES) this.carry = Buffer.from(chunk.subarray(nl + 1));
       return;
     }
     let buf = chunk;
@@ -35,7 +37,8 @@ export class SseScanner {
       this.line(buf, start, nl);
       start = nl + 1;
     }
-    if (start < buf.length) this.carry = Buffer.from(buf.subarray(start));
+    // a line this long carries no usage: drop it rather than re-join it on every chunk
+    if (start < buf.length && buf.length - start <= MAX_LINE_BYTES) this.carry = Buffer.from(buf.subarray(start));
   }
 
   private line(buf: Buffer, start: number, end: number): void {
