@@ -243,7 +243,7 @@ function freePort(host: string): Promise<number> {
 async function runPrimary(settings: Settings): Promise<void> {
   if (settings.GW_WORKERS === 1) {
     const gw = await startGateway(settings);
-    const stop = () => void gw.close().then(() => process.exit(0));
+    const stop = stopOnce(gw);
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
     return;
@@ -302,15 +302,23 @@ async function runPrimary(settings: Settings): Promise<void> {
   process.once('SIGINT', stop);
 }
 
+/** A shutdown that runs once, however many signals arrive, and exits non-zero if closing fails. */
+function stopOnce(gw: RunningGateway): () => void {
+  let stopping = false;
+  return () => {
+    if (stopping) return;
+    stopping = true;
+    gw.close().then(
+      () => process.exit(0),
+      (err: unknown) => fail(`gateway: shutdown failed: ${err instanceof Error ? err.message : String(err)}`),
+    );
+  };
+}
+
 async function runWorker(settings: Settings): Promise<void> {
   const gw = await startGateway(settings);
   answerFleetScrapes(gw.registry);
-  let stopping = false;
-  const stop = () => {
-    if (stopping) return;
-    stopping = true;
-    void gw.close().then(() => process.exit(0));
-  };
+  const stop = stopOnce(gw);
   process.once('SIGTERM', stop);
   // the primary is gone (killed outright): do not linger as an orphan holding the port
   process.once('disconnect', stop);

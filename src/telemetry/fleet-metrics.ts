@@ -23,7 +23,11 @@ export function answerFleetScrapes(registry: Registry): void {
     const m = message as { type?: string; id?: string };
     if (m?.type !== ASK || typeof m.id !== 'string') return;
     const id = m.id;
-    void registry.getMetricsAsJSON().then((metrics) => process.send?.({ type: ANSWER, id, metrics } satisfies Answer));
+    registry.getMetricsAsJSON().then(
+      // the callback takes a closed channel's error instead of an 'error' event on process
+      (metrics) => process.send?.({ type: ANSWER, id, metrics } satisfies Answer, undefined, {}, () => undefined),
+      () => undefined, // the primary leaves this replica out of the scrape after its timeout
+    );
   });
 }
 

@@ -385,6 +385,20 @@ async function privateRedis(): Promise<{ url: string; port: number; stop(): Prom
 }
 
 describe('RedisDocStore and its connection', () => {
+  it('ignores anything on the change channel that is not a change message, and keeps following changes', async () => {
+    const prefix = newRedisPrefix();
+    after(() => dropRedisPrefix(prefix));
+    const keys = redisKeys(prefix);
+    const store = await started(new RedisDocStore(REDIS_URL, keys));
+    const admin = new Redis(REDIS_URL);
+    after(() => admin.disconnect());
+    for (const stray of ['null', '42', '[1]', '{"a":1}', 'not json']) await admin.publish(keys.docChannel, stray);
+    const other = await started(new RedisDocStore(REDIS_URL, keys));
+    await other.put('orgs', 'still-following', { n: 1 });
+    await eventually(() => store.get('orgs', 'still-following') !== undefined, 'the change after the stray messages');
+  });
+
+
   it('Redis down at start: start rejects quickly with a message naming GW_REDIS_URL, and lets go', async () => {
     const port = await freePort();
     const store = new RedisDocStore(`redis://:hunter2@127.0.0.1:${port}`, redisKeys(newRedisPrefix()));

@@ -16,6 +16,8 @@ export class RedisDocReader {
     private readonly keys: RedisKeys,
   ) {
     this.redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    // failed reads reject to their caller (a bounded store_timeout); the connection's own errors are expected while Redis is away
+    this.redis.on('error', () => undefined);
   }
 
   async start(): Promise<void> {

@@ -203,6 +203,8 @@ export class RedisDocStore extends Mirror implements DocStore {
     let parsed: ChangeMessage;
     try {
       parsed = JSON.parse(message) as ChangeMessage;
+      // anything may be published on the channel: only a change message's shape is applied
+      if (!Array.isArray(parsed) || parsed.length < 4 || typeof parsed[1] !== 'string' || typeof parsed[2] !== 'string') throw new Error('not a change');
     } catch {
       this.log.warn({ channel: this.keys.docChannel }, 'ignored a malformed store change message');
       return;
