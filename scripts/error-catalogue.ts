@@ -90,7 +90,7 @@ function streamErrorText(surface: Surface, err: GatewayError): string {
 export function envelopeExamples(): string {
   const before = new GatewayError('onboarding_incomplete', 'no msgvendor credential: send one with the request or store one with /api/v1/vendor_key/create');
   const overloaded = new GatewayError('overloaded', 'the gateway is at capacity', { retryAfterS: 2 });
-  const timeout = new GatewayError('gateway_timeout', 'stream idle for 300 s');
+  const timeout = new GatewayError('gateway_timeout', 'stream silent for 300 s');
   const parts: string[] = [];
   const seen = new Map<string, string>();
   const withHeaders = (r: { headers: Array<[string, string]>; body: string }) => `${r.headers.map(([k, v]) => `${k}: ${v}  `).join('')}${r.body}`;

@@ -23,8 +23,6 @@ export interface GatewayRequest {
   readonly body: Buffer;
   /** process.hrtime.bigint() when the transport accepted the request */
   readonly receivedAt: bigint;
-  /** aborted when the client goes away or the request deadline passes */
-  readonly signal: AbortSignal;
   readonly stages: StageClock;
   /** this request's logger: every line carries its `req_id` */
   readonly log: Logger;
@@ -35,8 +33,6 @@ export interface ResponseMeta {
   provider?: string;
   model?: string;
   tenant?: string;
-  /** ms spent waiting on the upstream before its response started */
-  upstreamMs?: number;
 }
 
 /** Where a handler writes its answer. Implementations apply backpressure. */
@@ -60,7 +56,7 @@ export interface ResponseSink {
    * status line, its in-band error event after it.
    */
   fail(err: unknown, extraHeaders?: HeaderList): void;
-  /** client went away, or the gateway gave up on the request (deadline); also reflected in the request's signal */
+  /** client went away, or the gateway gave up on the request (deadline); called at once if that already happened */
   onAbort(cb: () => void): void;
 }
 

@@ -1,4 +1,3 @@
-import type { ResponseSink } from '../http/types.js';
 import { costUsd, pricedModel } from '../providers/catalog.js';
 import type { InspectorRing } from '../telemetry/ring.js';
 import type { Caller } from './auth.js';
@@ -20,7 +19,7 @@ export interface CallRecord {
  * saw (a stream without a usage event, a client gone before the reply): a cap
  * then keeps the call's whole reservation, never less than it may have cost.
  */
-export function account(ring: InspectorRing, res: ResponseSink, rec: CallRecord): number | undefined {
+export function account(ring: InspectorRing, rec: CallRecord): number | undefined {
   const cost = costUsd(pricedModel(rec.model, rec.outcome.usage), rec.outcome.usage);
   ring.push({
     request_id: rec.requestId,
@@ -41,7 +40,6 @@ export function account(ring: InspectorRing, res: ResponseSink, rec: CallRecord)
     latency_ms: Math.round(rec.latencyMs * 100) / 100,
     prompt_preview: '',
   });
-  res.meta.tenant = rec.caller.org.org_id;
   const { status, usage } = rec.outcome;
   const billedUnseen = rec.outcome.dispatched && usage === undefined && ((status >= 200 && status < 300) || status === 499);
   return billedUnseen ? undefined : cost;

@@ -28,7 +28,7 @@ export interface PipelineDeps {
   limits: RelayLimits;
   health: OriginHealth;
   storedKeys: StoredKeys;
-  /** the tenant's policy, in order (access, rate, spend cap, residency) */
+  /** the tenant's policy, in the order main.ts gives (dedicated tenant, residency, model access, rate, spend cap) */
   policy: readonly PolicyStage[];
 }
 
@@ -62,9 +62,9 @@ const SERVED_DIRECTLY: HeaderList = [
 ];
 
 /**
- * A request's way through the gateway: authenticate → (policy, skills: later
- * stages) → credential → dispatch → accounting. Surfaces call it; it knows no
- * uWS and no undici types.
+ * A request's way through the gateway: authenticate → policy admission →
+ * credential → dispatch → accounting, with the policy settled on the real
+ * cost. Surfaces call it; it knows no uWS and no undici types.
  */
 export class Pipeline {
   constructor(private readonly deps: PipelineDeps) {}
@@ -104,10 +104,12 @@ export class Pipeline {
   }
 
   /**
-   * SPEC Fail-open: a fault in the gateway's own machinery (a policy stage, a
-   * skill, accounting) never becomes an error. The call goes to the provider
-   * as the caller sent it, with no policy or accounting, marked
-   * `x-gw-served-by: direct_passthrough`; the reason is logged and counted.
+   * SPEC Fail-open: a fault in the gateway's own machinery (a policy stage,
+   * the dispatch machinery) never becomes an error. The call goes to the
+   * provider as the caller sent it, without policy admission (residency is
+   * still checked on the resolved location: it is a refusal, not machinery),
+   * marked `x-gw-served-by: direct_passthrough`; it is accounted like any
+   * call, and the reason is logged and counted.
    */
   private async passthrough(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, stage: string, err: unknown): Promise<number | undefined> {
     this.deps.metrics.passthrough.inc({ stage });
@@ -133,7 +135,7 @@ export class Pipeline {
     const request = authorized instanceof Promise ? await authorized : authorized;
     const outcome = await relay({ upstream, metrics, limits, health: this.deps.health }, req, res, adapter, request, { gatewayHeaders: servedBy, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
     if (outcome.overheadMs !== undefined) metrics.observeOverhead(plan.surface.id, outcome.overheadMs / 1000);
-    const cost = account(ring, res, {
+    const cost = account(ring, {
       requestId: req.id,
       endpoint: plan.surface.id,
       provider: plan.provider,

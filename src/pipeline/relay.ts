@@ -132,7 +132,6 @@ class RelayExchange implements UpstreamSink {
     this.deps.health.succeeded(this.origin);
     this.status = status;
     this.upstreamMs = performance.now() - this.started;
-    this.res.meta.upstreamMs = this.upstreamMs;
     this.deps.metrics.observeUpstreamLatency(this.provider.id, this.upstreamMs / 1000);
     this.headers = relayResponseHeaders(headers);
     if (status >= 200 && status < 300 && isStream(headers['content-type'])) {

@@ -33,10 +33,6 @@ export class Providers {
     return adapter;
   }
 
-  has(id: string): id is ProviderId {
-    return id in ADAPTERS;
-  }
-
   ids(): ProviderId[] {
     return Object.keys(ADAPTERS) as ProviderId[];
   }

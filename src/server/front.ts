@@ -58,7 +58,6 @@ export function createFront(opts: FrontOptions): Front {
     params: Readonly<Record<string, string>> = NO_PARAMS;
     body: Buffer = EMPTY;
     deadline: NodeJS.Timeout | undefined;
-    private controller: AbortController | undefined;
     private childLog: Logger | undefined;
 
     constructor(
@@ -72,17 +71,8 @@ export function createFront(opts: FrontOptions): Front {
       readonly surface: string,
     ) {}
 
-    /** created on first use: most requests never look at it */
-    get signal(): AbortSignal {
-      return (this.controller ??= new AbortController()).signal;
-    }
-
     get log(): Logger {
       return (this.childLog ??= log.child({ req_id: this.id }));
-    }
-
-    abort(reason?: unknown): void {
-      if (this.controller && !this.controller.signal.aborted) this.controller.abort(reason);
     }
 
     onStart(): void {
@@ -150,10 +140,7 @@ export function createFront(opts: FrontOptions): Front {
     const sink = new UwsSink(res, id, headOnly, exchange, renderer);
     inFlight++;
     metrics.inFlight.inc();
-    res.onAborted(() => {
-      exchange.abort();
-      sink.markAborted();
-    });
+    res.onAborted(() => sink.markAborted());
 
     const te = headers['transfer-encoding'];
     if (contentLengths > 1) return refuse(sink, 'duplicate_content_length', 'more than one Content-Length');
@@ -174,7 +161,6 @@ export function createFront(opts: FrontOptions): Front {
       // answer first: cancelling ends the running stage, and the header must name it as running
       sink.fail(err, [['x-gw-stage-durations', stages.header()]]);
       sink.cancel();
-      exchange.abort(err);
     }, opts.requestDeadlineMs);
 
     const declared = headers['content-length'];
@@ -192,8 +178,10 @@ export function createFront(opts: FrontOptions): Front {
     });
   });
 
+  /** a refused or failed request is logged at its error type's level (errors.ts), an unexpected fault with its stack */
   const failHandler = (req: GatewayRequest, sink: UwsSink, err: unknown) => {
-    if (!(err instanceof GatewayError)) req.log.error({ err }, 'handler failed');
+    if (err instanceof GatewayError) req.log[err.spec.level]({ type: err.type, status: err.status }, err.message);
+    else req.log.error({ err }, 'handler failed');
     sink.fail(err);
   };
 

@@ -34,7 +34,7 @@ export class Router {
             names.push('*');
             return '(.*)';
           }
-          // `:name` is a whole segment, or a segment prefix as in `/models/:model`
+          // `:name` matches up to the next `/`, so `/models/:model` takes `gemini-2.5-pro:generateContent` whole
           return seg.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:([A-Za-z_]+)/g, (_m, n: string) => {
             names.push(n);
             return '([^/]+)';
