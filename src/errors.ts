@@ -76,7 +76,7 @@ export class GatewayError extends Error {
   }
 }
 
-/** Errors from the worker pool and libraries arrive as plain Errors; anything unknown is internal. */
+/** Errors from libraries arrive as plain Errors; anything that is not a GatewayError is internal. */
 export function asGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
   return new GatewayError('internal_error', 'internal error', { cause: err });
