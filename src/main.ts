@@ -87,130 +87,136 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
   const log = logging.log;
   const { uws, native } = loadUws(settings.GW_ALLOW_UWS_FALLBACK === '1');
   if (!native) log.warn('running on the uWebSockets.js JS fallback: GW_ALLOW_UWS_FALLBACK=1');
-  const metrics = createMetrics();
-  const store = openStore(settings, log);
-  await store.start();
-  const directory = new Directory(store);
-  const admin = new TenantAdmin(store, directory, settings.GW_DEFAULT_RPS_CAP);
-  if (settings.GW_BOOTSTRAP) {
-    const applied = await admin.bootstrap(settings.GW_BOOTSTRAP).catch(async (err: unknown) => {
-      await store.close();
-      throw err;
-    });
-    log.info(applied, 'bootstrap applied');
-  }
-  const providers = new Providers(originOverrides(settings));
-  const upstream = new Upstream({ connectionsPerOrigin: settings.GW_UPSTREAM_CONNECTIONS, headersTimeoutMs: settings.GW_REQUEST_DEADLINE_S * 1000 });
-  metrics.setPoolStatsSource(() => upstream.stats());
-  const ring = new InspectorRing(100);
-  const originHealth = new OriginHealth();
-  const meter = openMeter(settings);
-  await meter.start();
-  const spendCaps = new SpendCaps({ docs: store, meter, metrics, log });
-  const rateLimiter = new RateLimiter({ meter, metrics, log });
-  const storeTimeoutMs = settings.GW_BYOK_STORE_TIMEOUT_S * 1000;
-  const keyring = Keyring.fromSettings(settings.GW_SECRETS_KEY, settings.GW_SECRETS_KEY_PREVIOUS);
-  if (keyring.ephemeral) log.info('GW_SECRETS_KEY unset: stored provider keys are sealed under a per-process key and live in memory only');
-  const docReader = settings.GW_REDIS_URL ? new RedisDocReader(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : undefined;
-  await docReader?.start();
-  const vendorKeys = new VendorKeys(store, keyring, { timeoutMs: storeTimeoutMs, reader: docReader, cloudxOverridden: providers.isOverridden('cloudx'), rules: (p) => providers.get(p).storedCredential, log });
-  await vendorKeys.start();
-  const modelAccess = new ModelAccess(store);
-  const keySkills = new KeySkills(store, storeTimeoutMs);
-  const idp =
-    settings.GW_IDP_ISSUER && settings.GW_IDP_JWKS
-      ? await IdpVerifier.create({ issuer: settings.GW_IDP_ISSUER, jwks: settings.GW_IDP_JWKS, audience: settings.GW_IDP_AUDIENCE, groupMap: settings.GW_IDP_GROUP_MAP })
-      : undefined;
-  const entitlement = new Entitlement({ directory, configSecret: settings.GW_CONFIG_SECRET, adminKey: settings.GW_ADMIN_KEY, idp, dedicatedTenant: settings.GW_DEDICATED_TENANT });
-  const pipeline = new Pipeline({
-    directory,
-    providers,
-    upstream,
-    metrics,
-    log,
-    ring,
-    health: originHealth,
-    limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
-    storedKeys: vendorKeys,
-    policy: [
-      ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
-      ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
-      modelAccess.stage(),
-      rateLimiter.stage(),
-      spendCaps.stage(),
-    ],
-  });
-
-  let inFlight = () => 0;
-  const startedAt = Date.now();
-  const routes: Route[] = [
-    ...publicRoutes(
-      providers,
-      {
-        inFlight: () => inFlight(),
-        origins: originHealth,
-        levers: () => ({
-          skills_default: 'off',
-          guardrails: { regex: 'on', classifier: settings.GW_GUARDRAILS_MODEL_MODE },
-          auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
-          ingress_budget: settings.GW_INGRESS_BUDGET ?? null,
-          store: settings.GW_REDIS_URL ? 'redis' : 'embedded',
-        }),
-        metrics,
-        startedAt,
-        uwsNative: native,
-      },
-      settings.GW_METRICS_PUBLIC === '1',
-    ),
-    ...adminRoutes(admin, settings.GW_ADMIN_KEY),
-    ...selfServiceRoutes({ entitlement, directory, vendorKeys, modelAccess, spendCaps, skills: keySkills }),
-    ...skillRoutes(entitlement, keySkills),
-    ...chatCompletionsRoutes(pipeline),
-    ...responsesRoutes(pipeline),
-    ...cloudxRoutes(pipeline),
-    ...messagesRoutes(pipeline),
-    ...countTokensRoutes(pipeline),
-    ...parityRelayRoutes(pipeline),
-    ...generateContentRoutes(pipeline),
-    ...converseRoutes(pipeline),
-  ];
-  const front = createFront({
-    uws,
-    routes,
-    defaultSurface: SURFACES.public,
-    maxBodyBytes: settings.GW_MAX_BODY_BYTES,
-    requestDeadlineMs: settings.GW_REQUEST_DEADLINE_S * 1000,
-    log,
-    accessLog: logging.access,
-    metrics,
-  });
-  inFlight = () => front.inFlight;
-  const port = await front.listen(settings.GW_HOST, settings.GW_PORT);
-  log.info({ host: settings.GW_HOST, port, store: settings.GW_REDIS_URL ? 'redis' : 'embedded' }, 'gateway listening');
-  const metricsApp = settings.GW_METRICS_PORT === undefined ? undefined : await startMetricsApp(uws, settings.GW_HOST, settings.GW_METRICS_PORT, metrics.registry, log);
-
-  return {
-    port,
-    metricsPort: metricsApp?.port,
-    log,
-    registry: metrics.registry,
-    flushLogs: () => logging.flushBatches(),
-    async close() {
-      front.stopListening();
-      metricsApp?.close();
-      const deadline = Date.now() + settings.GW_SHUTDOWN_GRACE_S * 1000;
-      while (front.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      // idle keep-alive connections would otherwise hold the process until their clients let go
-      front.closeConnections();
-      await upstream.close().catch(() => undefined);
-      await store.close();
-      spendCaps.close();
-      docReader?.close();
-      await meter.close();
-      metrics.loopDelay.disable();
-      logging.flush();
-    },
+  // what each started part needs to let go, in start order; released in reverse on close, or if a later part fails to start
+  const releases: Array<() => unknown> = [];
+  const release = async () => {
+    for (const r of releases.splice(0).reverse()) await Promise.resolve().then(r).catch(() => undefined);
   };
+  try {
+    const metrics = createMetrics();
+    releases.push(() => metrics.loopDelay.disable());
+    const store = openStore(settings, log);
+    await store.start();
+    releases.push(() => store.close());
+    const directory = new Directory(store);
+    const admin = new TenantAdmin(store, directory, settings.GW_DEFAULT_RPS_CAP);
+    if (settings.GW_BOOTSTRAP) log.info(await admin.bootstrap(settings.GW_BOOTSTRAP), 'bootstrap applied');
+    const providers = new Providers(originOverrides(settings));
+    const upstream = new Upstream({ connectionsPerOrigin: settings.GW_UPSTREAM_CONNECTIONS, headersTimeoutMs: settings.GW_REQUEST_DEADLINE_S * 1000 });
+    releases.push(() => upstream.close());
+    metrics.setPoolStatsSource(() => upstream.stats());
+    const ring = new InspectorRing(100);
+    const originHealth = new OriginHealth();
+    const meter = openMeter(settings);
+    await meter.start();
+    releases.push(() => meter.close());
+    const spendCaps = new SpendCaps({ docs: store, meter, metrics, log });
+    releases.push(() => spendCaps.close());
+    const rateLimiter = new RateLimiter({ meter, metrics, log });
+    const storeTimeoutMs = settings.GW_BYOK_STORE_TIMEOUT_S * 1000;
+    const keyring = Keyring.fromSettings(settings.GW_SECRETS_KEY, settings.GW_SECRETS_KEY_PREVIOUS);
+    if (keyring.ephemeral) log.info('GW_SECRETS_KEY unset: stored provider keys are sealed under a per-process key and live in memory only');
+    const docReader = settings.GW_REDIS_URL ? new RedisDocReader(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : undefined;
+    await docReader?.start();
+    if (docReader) releases.push(() => docReader.close());
+    const vendorKeys = new VendorKeys(store, keyring, { timeoutMs: storeTimeoutMs, reader: docReader, cloudxOverridden: providers.isOverridden('cloudx'), rules: (p) => providers.get(p).storedCredential, log });
+    await vendorKeys.start();
+    const modelAccess = new ModelAccess(store);
+    const keySkills = new KeySkills(store, storeTimeoutMs);
+    const idp =
+      settings.GW_IDP_ISSUER && settings.GW_IDP_JWKS
+        ? await IdpVerifier.create({ issuer: settings.GW_IDP_ISSUER, jwks: settings.GW_IDP_JWKS, audience: settings.GW_IDP_AUDIENCE, groupMap: settings.GW_IDP_GROUP_MAP })
+        : undefined;
+    const entitlement = new Entitlement({ directory, configSecret: settings.GW_CONFIG_SECRET, adminKey: settings.GW_ADMIN_KEY, idp, dedicatedTenant: settings.GW_DEDICATED_TENANT });
+    const pipeline = new Pipeline({
+      directory,
+      providers,
+      upstream,
+      metrics,
+      log,
+      ring,
+      health: originHealth,
+      limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
+      storedKeys: vendorKeys,
+      policy: [
+        ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
+        ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
+        modelAccess.stage(),
+        rateLimiter.stage(),
+        spendCaps.stage(),
+      ],
+    });
+
+    let inFlight = () => 0;
+    const startedAt = Date.now();
+    const routes: Route[] = [
+      ...publicRoutes(
+        providers,
+        {
+          inFlight: () => inFlight(),
+          origins: originHealth,
+          levers: () => ({
+            skills_default: 'off',
+            guardrails: { regex: 'on', classifier: settings.GW_GUARDRAILS_MODEL_MODE },
+            auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
+            ingress_budget: settings.GW_INGRESS_BUDGET ?? null,
+            store: settings.GW_REDIS_URL ? 'redis' : 'embedded',
+          }),
+          metrics,
+          startedAt,
+          uwsNative: native,
+        },
+        settings.GW_METRICS_PUBLIC === '1',
+      ),
+      ...adminRoutes(admin, settings.GW_ADMIN_KEY),
+      ...selfServiceRoutes({ entitlement, directory, vendorKeys, modelAccess, spendCaps, skills: keySkills }),
+      ...skillRoutes(entitlement, keySkills),
+      ...chatCompletionsRoutes(pipeline),
+      ...responsesRoutes(pipeline),
+      ...cloudxRoutes(pipeline),
+      ...messagesRoutes(pipeline),
+      ...countTokensRoutes(pipeline),
+      ...parityRelayRoutes(pipeline),
+      ...generateContentRoutes(pipeline),
+      ...converseRoutes(pipeline),
+    ];
+    const front = createFront({
+      uws,
+      routes,
+      defaultSurface: SURFACES.public,
+      maxBodyBytes: settings.GW_MAX_BODY_BYTES,
+      requestDeadlineMs: settings.GW_REQUEST_DEADLINE_S * 1000,
+      log,
+      accessLog: logging.access,
+      metrics,
+    });
+    inFlight = () => front.inFlight;
+    const port = await front.listen(settings.GW_HOST, settings.GW_PORT);
+    // idle keep-alive connections would otherwise hold the process until their clients let go
+    releases.push(() => front.closeConnections());
+    log.info({ host: settings.GW_HOST, port, store: settings.GW_REDIS_URL ? 'redis' : 'embedded' }, 'gateway listening');
+    const metricsApp = settings.GW_METRICS_PORT === undefined ? undefined : await startMetricsApp(uws, settings.GW_HOST, settings.GW_METRICS_PORT, metrics.registry, log);
+    if (metricsApp) releases.push(() => metricsApp.close());
+
+    return {
+      port,
+      metricsPort: metricsApp?.port,
+      log,
+      registry: metrics.registry,
+      flushLogs: () => logging.flushBatches(),
+      async close() {
+        front.stopListening();
+        const deadline = Date.now() + settings.GW_SHUTDOWN_GRACE_S * 1000;
+        while (front.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        await release();
+        logging.flush();
+      },
+    };
+  } catch (err) {
+    await release();
+    logging.flush();
+    throw err;
+  }
 }
 
 const WORKER_FLAG = '--gateway-worker';

@@ -141,3 +141,16 @@ describe('embedded mode with GW_DATA_DIR survives a restart', () => {
     await assert.rejects(startTestGateway({ env: { GW_DATA_DIR: bad, GW_SECRETS_KEY: SECRETS_KEY } }), /GW_DATA_DIR: .*state\.json is not valid JSON/);
   });
 });
+
+describe('a start-up that fails part-way lets go of what it had started', () => {
+  it('releases the data directory, so the next start on it succeeds', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gw-partial-'));
+    after(() => rm(dir, { recursive: true, force: true }));
+    const env = { GW_DATA_DIR: dir, GW_SECRETS_KEY: SECRETS_KEY };
+    // the store starts and takes the directory's lock; the IdP key set, read later, is missing
+    await assert.rejects(startTestGateway({ env: { ...env, GW_IDP_ISSUER: 'https://idp.example', GW_IDP_JWKS: join(dir, 'missing-jwks.json') } }));
+    await assert.rejects(readFile(join(dir, 'state.lock'), 'utf8'), { code: 'ENOENT' }, 'the data directory is still locked');
+    const gw = await startTestGateway({ env });
+    await gw.close();
+  });
+});
