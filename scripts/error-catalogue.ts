@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { ERROR_TABLE, GatewayError, type ErrorSpec, type ErrorType } from '../src/errors.js';
-import { SURFACES, type Surface } from '../src/surfaces/index.js';
+import type { Surface } from '../src/http/types.js';
+import { SURFACES } from '../src/surfaces/index.js';
 import { row, writeBlock } from './doc-blocks.js';
 
 export const ERRORS_DOC = fileURLToPath(new URL('../docs/errors.md', import.meta.url));

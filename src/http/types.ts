@@ -70,6 +70,18 @@ export interface ErrorRenderer {
   renderStreamError(err: GatewayError): Uint8Array | string;
 }
 
+/** Where a surface's SDKs put their key. `x-gw-key` is accepted on every route besides these. */
+export type KeyCarrier = { header: string; bearer?: true } | { query: string };
+
+/** A vendor-compatible surface as the pipeline sees it: its name, key carriers and error envelope. */
+export interface Surface extends ErrorRenderer {
+  readonly id: string;
+  /** where this surface's SDKs carry a key, besides x-gw-key */
+  readonly carriers: readonly KeyCarrier[];
+  /** every optimization lever off on this surface, whatever the key's skills say (the parity relay) */
+  readonly leversOff?: true;
+}
+
 export type Handler = (req: GatewayRequest, res: ResponseSink) => Promise<void> | void;
 
 export interface Route {

@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors.js';
-import type { GatewayRequest } from '../http/types.js';
-import type { KeyCarrier } from '../surfaces/carriers.js';
+import type { GatewayRequest, KeyCarrier } from '../http/types.js';
+import { queryParam } from '../http/query.js';
 import type { Directory } from '../tenancy/directory.js';
 import type { DevKey, Org } from '../tenancy/types.js';
 
@@ -20,21 +20,6 @@ export interface Presented {
 
 const DEV_PREFIX = 'gw_';
 
-export function queryParam(query: string, name: string): string | undefined {
-  if (query === '') return undefined;
-  for (const part of query.split('&')) {
-    const eq = part.indexOf('=');
-    const k = eq === -1 ? part : part.slice(0, eq);
-    if (k === name) {
-      try {
-        return decodeURIComponent((eq === -1 ? '' : part.slice(eq + 1)).replace(/\+/g, ' '));
-      } catch {
-        return undefined;
-      }
-    }
-  }
-  return undefined;
-}
 
 /** Sorts what the caller presented into the developer key and a pass-through vendor credential. */
 export function presentedCredentials(req: GatewayRequest, carriers: readonly KeyCarrier[]): Presented {

@@ -1,9 +1,8 @@
 import { GatewayError } from '../errors.js';
-import type { GatewayRequest, HeaderList, ResponseSink } from '../http/types.js';
+import type { GatewayRequest, HeaderList, ResponseSink, Surface } from '../http/types.js';
 import type { Location, ProviderAdapter } from '../providers/adapter.js';
 import type { Providers } from '../providers/index.js';
 import type { ProviderId, UpstreamRequest } from '../providers/types.js';
-import type { Surface } from '../surfaces/index.js';
 import type { Directory } from '../tenancy/directory.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';

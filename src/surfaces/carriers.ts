@@ -1,5 +1,4 @@
-/** Where a surface's SDKs put their key. `x-gw-key` is accepted on every route besides these. */
-export type KeyCarrier = { header: string; bearer?: true } | { query: string };
+import type { KeyCarrier } from '../http/types.js';
 
 export const BEARER: KeyCarrier = { header: 'authorization', bearer: true };
 export const X_API_KEY: KeyCarrier = { header: 'x-api-key' };

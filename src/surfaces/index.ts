@@ -1,14 +1,6 @@
-import type { ErrorRenderer } from '../http/types.js';
-import { API_KEY, BEARER, GOOG_API_KEY, QUERY_KEY, X_API_KEY, type KeyCarrier } from './carriers.js';
+import type { ErrorRenderer, KeyCarrier, Surface } from '../http/types.js';
+import { API_KEY, BEARER, GOOG_API_KEY, QUERY_KEY, X_API_KEY } from './carriers.js';
 import { converseEnvelope, generateContentEnvelope, messagesEnvelope, responsesEnvelope, sharedEnvelope } from './envelopes.js';
-
-export interface Surface extends ErrorRenderer {
-  readonly id: string;
-  /** where this surface's SDKs carry a key, besides x-gw-key */
-  readonly carriers: readonly KeyCarrier[];
-  /** every optimization lever off on this surface, whatever the key's skills say (the parity relay) */
-  readonly leversOff?: true;
-}
 
 const surface = (id: string, carriers: readonly KeyCarrier[], envelope: ErrorRenderer): Surface => ({ id, carriers, ...envelope });
 

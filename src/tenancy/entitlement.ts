@@ -1,7 +1,8 @@
 import { GatewayError } from '../errors.js';
 import type { GatewayRequest } from '../http/types.js';
 import { parseJsonObject } from '../http/validate.js';
-import { queryParam, type Caller } from '../pipeline/auth.js';
+import { queryParam } from '../http/query.js';
+import type { Caller } from '../pipeline/auth.js';
 import { refuseUnlessServed } from './dedicated.js';
 import type { Directory } from './directory.js';
 import type { IdpIdentity, IdpVerifier } from './idp.js';
