@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors.js';
+import { bearerToken } from '../http/credentials.js';
 import type { GatewayRequest, Route } from '../http/types.js';
 import { parseJsonObject } from '../http/validate.js';
 import { SURFACES } from '../surfaces/index.js';
@@ -10,8 +11,7 @@ const surface = SURFACES.api;
 
 /** Admin credential: `Authorization: Bearer <GW_ADMIN_KEY>` or `x-gw-admin-key`, compared in constant time. */
 export function requireAdmin(req: GatewayRequest, adminKey: string | undefined): void {
-  const auth = req.headers['authorization'];
-  const presented = req.headers['x-gw-admin-key'] ?? (auth && /^bearer /i.test(auth) ? auth.slice(7).trim() : undefined);
+  const presented = req.headers['x-gw-admin-key'] ?? bearerToken(req.headers['authorization']);
   if (adminKey === undefined || presented === undefined || !secretEquals(presented, adminKey)) {
     throw new GatewayError('invalid_admin_key', 'this route needs the deployment admin key');
   }

@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors.js';
 import type { GatewayRequest, KeyCarrier } from '../http/types.js';
+import { bearerToken, DEV_KEY_PREFIX } from '../http/credentials.js';
 import { queryParam } from '../http/query.js';
 import type { Directory } from '../tenancy/directory.js';
 import type { DevKey, Org } from '../tenancy/types.js';
@@ -18,7 +19,6 @@ export interface Presented {
   vendorCarrier: string | undefined;
 }
 
-const DEV_PREFIX = 'gw_';
 
 
 /** Sorts what the caller presented into the developer key and a pass-through vendor credential. */
@@ -27,15 +27,16 @@ export function presentedCredentials(req: GatewayRequest, carriers: readonly Key
   let vendorKey: string | undefined;
   let vendorCarrier: string | undefined;
   const gwKey = req.headers['x-gw-key'];
-  if (gwKey?.startsWith(DEV_PREFIX)) devKey = gwKey;
+  if (gwKey?.startsWith(DEV_KEY_PREFIX)) devKey = gwKey;
   for (const c of carriers) {
     let value = 'query' in c ? queryParam(req.query, c.query) : req.headers[c.header];
     if (value === undefined || value === '') continue;
     if ('bearer' in c) {
-      if (!/^bearer /i.test(value)) continue;
-      value = value.slice(7).trim();
+      const token = bearerToken(value);
+      if (token === undefined) continue;
+      value = token;
     }
-    if (value.startsWith(DEV_PREFIX)) devKey ??= value;
+    if (value.startsWith(DEV_KEY_PREFIX)) devKey ??= value;
     else if (vendorKey === undefined) {
       vendorKey = value;
       vendorCarrier = 'query' in c ? `query:${c.query}` : c.header;
@@ -43,7 +44,7 @@ export function presentedCredentials(req: GatewayRequest, carriers: readonly Key
   }
   const explicit = req.headers['x-gw-provider-key'];
   // CONTRACT §3: a gw_ value is never forwarded upstream
-  if (explicit?.startsWith(DEV_PREFIX)) throw new GatewayError('request_error', 'x-gw-provider-key carries a gateway developer key; it takes the vendor credential', { fields: { field: 'x-gw-provider-key' } });
+  if (explicit?.startsWith(DEV_KEY_PREFIX)) throw new GatewayError('request_error', 'x-gw-provider-key carries a gateway developer key; it takes the vendor credential', { fields: { field: 'x-gw-provider-key' } });
   if (explicit !== undefined && explicit !== '') {
     vendorKey = explicit;
     vendorCarrier = 'x-gw-provider-key';

@@ -5,6 +5,7 @@ import type { Pipeline } from '../pipeline/index.js';
 import type { Location } from '../providers/adapter.js';
 import { encodeModelId, isAccessKeyPair, isAwsRegion } from '../providers/cloudy.js';
 import { SURFACES } from './index.js';
+import { bearerToken, DEV_KEY_PREFIX } from '../http/credentials.js';
 
 const surface = SURFACES.converse;
 
@@ -12,10 +13,8 @@ type Method = 'converse' | 'converse-stream';
 
 /** A non-`gw_` bearer on Authorization: the cloud's API key passed through. */
 function bearerVendorKey(req: GatewayRequest): string | undefined {
-  const auth = req.headers['authorization'];
-  if (auth === undefined || !/^bearer /i.test(auth)) return undefined;
-  const value = auth.slice(7).trim();
-  return value === '' || value.startsWith('gw_') ? undefined : value;
+  const token = bearerToken(req.headers['authorization']);
+  return token?.startsWith(DEV_KEY_PREFIX) ? undefined : token;
 }
 
 /** An API key beside an access-key pair is ambiguous: refused rather than guessed (CONTRACT §4). */

@@ -1,6 +1,7 @@
 import { GatewayError } from '../errors.js';
 import type { GatewayRequest } from '../http/types.js';
 import { parseJsonObject } from '../http/validate.js';
+import { bearerToken, DEV_KEY_PREFIX } from '../http/credentials.js';
 import { queryParam } from '../http/query.js';
 import type { Caller } from '../pipeline/auth.js';
 import { refuseUnlessServed } from './dedicated.js';
@@ -33,14 +34,6 @@ export interface IdentifyOptions {
   deploymentSecrets: boolean;
 }
 
-const DEV_PREFIX = 'gw_';
-
-function bearer(req: GatewayRequest): string | undefined {
-  const auth = req.headers['authorization'];
-  if (auth === undefined || !/^bearer /i.test(auth)) return undefined;
-  const token = auth.slice(7).trim();
-  return token === '' ? undefined : token;
-}
 
 const unknownCredential = () => new GatewayError('invalid_developer_key', 'developer key missing, invalid, revoked or expired');
 
@@ -58,9 +51,9 @@ export class Entitlement {
 
   /** 401 when nothing presented resolves (invalid_developer_key, or idp_authentication_error for a refused IdP token). */
   async identify(req: GatewayRequest, options: IdentifyOptions): Promise<Principal> {
-    const token = bearer(req);
+    const token = bearerToken(req.headers['authorization']);
     const gwKey = req.headers['x-gw-key'];
-    const devKey = gwKey?.startsWith(DEV_PREFIX) ? gwKey : token?.startsWith(DEV_PREFIX) ? token : undefined;
+    const devKey = gwKey?.startsWith(DEV_KEY_PREFIX) ? gwKey : token?.startsWith(DEV_KEY_PREFIX) ? token : undefined;
     if (devKey !== undefined) {
       const caller = this.opts.directory.authenticate(devKey);
       if (!caller) throw unknownCredential();
