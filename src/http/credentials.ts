@@ -7,3 +7,17 @@ export function bearerToken(authorization: string | undefined): string | undefin
   const token = authorization.slice(7).trim();
   return token === '' ? undefined : token;
 }
+
+/** Every header that can carry a credential, the gateway's or a vendor's: never forwarded as is, never logged. */
+export const CREDENTIAL_HEADERS: readonly string[] = [
+  'authorization',
+  'proxy-authorization',
+  'x-api-key',
+  'api-key',
+  'x-goog-api-key',
+  'cookie',
+  'x-gw-key',
+  'x-gw-provider-key',
+  'x-gw-admin-key',
+  'x-gw-config-secret',
+];

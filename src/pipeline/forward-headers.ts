@@ -1,13 +1,15 @@
+import { CREDENTIAL_HEADERS } from '../http/credentials.js';
+
 /**
  * What of the caller's headers goes upstream: everything but hop-by-hop
  * headers, the gateway's own `x-gw-*`, and every credential carrier (the
  * provider adapter attaches the upstream credential itself).
  */
 const DROPPED = new Set([
+  ...CREDENTIAL_HEADERS,
   'connection',
   'keep-alive',
   'proxy-connection',
-  'proxy-authorization',
   'proxy-authenticate',
   'te',
   'trailer',
@@ -17,11 +19,6 @@ const DROPPED = new Set([
   'content-length',
   'expect',
   'accept-encoding',
-  'cookie',
-  'authorization',
-  'x-api-key',
-  'api-key',
-  'x-goog-api-key',
   'forwarded',
   'x-forwarded-for',
   'x-forwarded-host',

@@ -1,21 +1,9 @@
 import { pino, type Logger, type LevelWithSilent } from 'pino';
+import { CREDENTIAL_HEADERS } from '../http/credentials.js';
 import { AccessLog } from './access-log.js';
 
 export type { Logger };
 
-/** Every place a credential can sit in a logged object. */
-const CREDENTIAL_HEADERS = [
-  'authorization',
-  'x-api-key',
-  'api-key',
-  'x-goog-api-key',
-  'x-gw-key',
-  'x-gw-provider-key',
-  'x-gw-admin-key',
-  'x-gw-config-secret',
-  'cookie',
-  'proxy-authorization',
-];
 
 const CREDENTIAL_FIELDS = ['api_key', 'secret', 'credential'];
 
