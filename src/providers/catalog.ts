@@ -81,13 +81,17 @@ export function pricedModel(asked: string | undefined, usage: Usage | undefined)
   return lookupModel(asked) ? asked : (usage?.model ?? asked);
 }
 
+/** Providers that host another's models under names of their own (an Azure deployment runs an OpenAI model). */
+const HOSTS_MODELS_OF: Partial<Record<ProviderId, ProviderId>> = { cloudx: 'openai' };
+
 /**
  * The most expensive catalog model a provider serves (by output, then input
  * price), for a worst case when the model asked for is unknown; a provider
- * with no catalog models of its own (cloudx hosts OpenAI's) falls back to
- * `sameModelsAs`, then to the whole catalog.
+ * with no catalog models of its own is priced by the models it hosts, and
+ * failing that by the whole catalog.
  */
-export function priciestModel(provider: ProviderId, sameModelsAs?: ProviderId): CatalogModel {
+export function priciestModel(provider: ProviderId): CatalogModel {
+  const sameModelsAs = HOSTS_MODELS_OF[provider];
   const pick = (models: readonly CatalogModel[]) =>
     models.reduce<CatalogModel | undefined>((best, m) => (!best || m.price.output > best.price.output || (m.price.output === best.price.output && m.price.input > best.price.input) ? m : best), undefined);
   const own = CATALOG.filter((m) => m.provider === provider);

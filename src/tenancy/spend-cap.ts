@@ -93,7 +93,7 @@ const largestAt = (doc: unknown, paths: readonly string[][]): number | undefined
  * Only capped tenants pay for the parse.
  */
 export function worstCaseUsd(model: string | undefined, body: Buffer, provider: ProviderId): number {
-  const entry = lookupModel(model) ?? priciestModel(provider, provider === 'cloudx' ? 'openai' : undefined);
+  const entry = lookupModel(model) ?? priciestModel(provider);
   let doc: unknown;
   try {
     doc = JSON.parse(body.toString('utf8'));
