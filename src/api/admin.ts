@@ -10,7 +10,7 @@ import { sendJson } from './respond.js';
 const surface = SURFACES.api;
 
 /** Admin credential: `Authorization: Bearer <GW_ADMIN_KEY>` or `x-gw-admin-key`, compared in constant time. */
-export function requireAdmin(req: GatewayRequest, adminKey: string | undefined): void {
+function requireAdmin(req: GatewayRequest, adminKey: string | undefined): void {
   const presented = req.headers['x-gw-admin-key'] ?? bearerToken(req.headers['authorization']);
   if (adminKey === undefined || presented === undefined || !secretEquals(presented, adminKey)) {
     throw new GatewayError('invalid_admin_key', 'this route needs the deployment admin key');

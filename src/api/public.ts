@@ -58,7 +58,7 @@ export function publicRoutes(providers: Providers, health: HealthSources, metric
   return routes;
 }
 
-export function metricsRoute(metrics: Metrics): Route {
+function metricsRoute(metrics: Metrics): Route {
   return {
     method: 'GET',
     path: '/metrics',

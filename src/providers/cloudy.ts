@@ -13,7 +13,7 @@ const AWS_REGION = /^[a-z]{2}(?:-[a-z]+)+-[0-9]{1,2}$/;
 export const isAwsRegion = (region: string): boolean => AWS_REGION.test(region);
 
 /** ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]; ids are upper-case alphanumerics, short ones such as AWS's own test id AKIDEXAMPLE included */
-export const ACCESS_KEY_PAIR = /^[A-Z0-9]{4,128}:[^:\s]{1,256}(?::[^:\s]{1,4096})?$/;
+const ACCESS_KEY_PAIR = /^[A-Z0-9]{4,128}:[^:\s]{1,256}(?::[^:\s]{1,4096})?$/;
 export const isAccessKeyPair = (secret: string): boolean => ACCESS_KEY_PAIR.test(secret);
 
 /** Caller headers that belong to a signature of the caller's own and must not leak into ours. */

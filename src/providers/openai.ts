@@ -3,7 +3,7 @@ import { num, sseUsageReader } from './sse.js';
 import type { Usage } from './types.js';
 
 /** Chat-completions usage (prompt/completion) or Responses usage (input/output). */
-export function openaiUsage(u: unknown): Usage | undefined {
+function openaiUsage(u: unknown): Usage | undefined {
   if (typeof u !== 'object' || u === null) return undefined;
   const r = u as Record<string, unknown>;
   const details = (r['prompt_tokens_details'] ?? r['input_tokens_details']) as Record<string, unknown> | undefined;

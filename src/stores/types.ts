@@ -68,7 +68,7 @@ export interface StoreLog {
   error(obj: object, msg: string): void;
 }
 
-export const SILENT_STORE_LOG: StoreLog = { warn: () => undefined, error: () => undefined };
+const SILENT_STORE_LOG: StoreLog = { warn: () => undefined, error: () => undefined };
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {

@@ -53,7 +53,7 @@ function contentTokens(content: unknown): number {
  * credential exists to ask the vendor: a BPE tokenizer over the text the
  * model would read (system, messages, tool definitions), not a character ratio.
  */
-export function estimateInputTokens(body: Record<string, unknown>): number {
+function estimateInputTokens(body: Record<string, unknown>): number {
   let n = PER_REQUEST + contentTokens(body['system']);
   const messages = Array.isArray(body['messages']) ? (body['messages'] as Array<Record<string, unknown>>) : [];
   for (const m of messages) n += PER_MESSAGE + contentTokens(m?.['content']);

@@ -11,7 +11,7 @@ const OrgId = Type.String({ pattern: '^[a-z0-9_-]{1,64}$' });
 const DevKeyId = Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,128}$' });
 const PlanT = Type.Union([Type.Literal('free'), Type.Literal('team'), Type.Literal('enterprise')]);
 
-export const OrgInput = Type.Object(
+const OrgInput = Type.Object(
   {
     org_id: OrgId,
     parent_org_id: Type.Optional(Type.Union([OrgId, Type.Null()])),
@@ -20,7 +20,7 @@ export const OrgInput = Type.Object(
   },
   { additionalProperties: false },
 );
-export const DevKeyInput = Type.Object(
+const DevKeyInput = Type.Object(
   {
     org_id: OrgId,
     dev_key_id: Type.Optional(DevKeyId),
@@ -29,7 +29,7 @@ export const DevKeyInput = Type.Object(
   },
   { additionalProperties: false },
 );
-export const RevokeInput = Type.Object(
+const RevokeInput = Type.Object(
   { key_id: Type.Optional(Type.String({ minLength: 1 })), dev_key_id: Type.Optional(Type.String({ minLength: 1 })) },
   { additionalProperties: false },
 );
@@ -43,7 +43,7 @@ const BootstrapKey = Type.Object(
   },
   { additionalProperties: false },
 );
-export const BootstrapFile = Type.Object(
+const BootstrapFile = Type.Object(
   { orgs: Type.Optional(Type.Array(OrgInput)), dev_keys: Type.Optional(Type.Array(BootstrapKey)) },
   { additionalProperties: false },
 );

@@ -11,7 +11,7 @@ const RESIDENCY_STATUS = 451;
 const REGIONAL_ENDPOINT = /^https?:\/\/([a-z0-9]+)\.api\.cognitive\.microsoft\.com(?::\d+)?$/i;
 
 /** The region an upstream that names none counts as: the gateway cannot say where it runs. */
-export const UNKNOWN_REGION = 'global';
+const UNKNOWN_REGION = 'global';
 
 /**
  * The region a location names, if any: the cloudy region, the Vertex

@@ -16,7 +16,7 @@ export type StoredMode = 'off' | 'shadow' | 'prod' | 'rolled_back' | `canary:${n
 
 export const MODE_VOCABULARY = 'off, shadow, canary:N (N an integer 1 to 99), canary (= canary:10), prod, rolled_back';
 const CANARY = /^canary:([1-9][0-9]?)$/;
-export const DEFAULT_CANARY_PERCENT = 10;
+const DEFAULT_CANARY_PERCENT = 10;
 
 /** Normalizes a posted mode, or undefined when it is outside the vocabulary. */
 export function parseStoredMode(value: unknown): StoredMode | undefined {
@@ -68,7 +68,7 @@ export interface TransitionRecord {
   timestamp: string;
 }
 
-export const DEFAULT_TRIGGER_SOURCE = 'user:api';
+const DEFAULT_TRIGGER_SOURCE = 'user:api';
 const EMPTY: KeySkillConfig = Object.freeze({ skills: {}, skill_modes: {}, locked_skills: {}, skill_params: {} });
 
 const newTransitionId = () => `tr_${Date.now().toString(36)}${randomBytes(5).toString('hex')}`;

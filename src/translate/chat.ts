@@ -248,7 +248,7 @@ export interface ChatUsage {
   reasoning: number;
 }
 
-export function usageObject(u: ChatUsage): Record<string, unknown> {
+function usageObject(u: ChatUsage): Record<string, unknown> {
   return {
     prompt_tokens: u.prompt,
     completion_tokens: u.completion,

@@ -78,7 +78,7 @@ function toolConfig(call: ChatCall): Record<string, unknown> | undefined {
 }
 
 /** The GenerateContentRequest of a chat-completions call. */
-export function generateContentRequest(call: ChatCall): Record<string, unknown> {
+function generateContentRequest(call: ChatCall): Record<string, unknown> {
   if (!call.parallelToolCalls && call.tools.length > 0) throw bad('parallel_tool_calls', 'genvendor has no switch for parallel tool calls');
   const system = systemTexts(call.messages);
   const tc = toolConfig(call);

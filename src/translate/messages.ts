@@ -21,7 +21,7 @@ import type { ChatRequest, ReplyContext, StreamTransform, TranslatedCall } from 
 
 /** Chat completions ⇄ the Anthropic Messages API (msgvendor). */
 
-export const ANTHROPIC_VERSION = '2023-06-01';
+const ANTHROPIC_VERSION = '2023-06-01';
 
 type Block = Record<string, unknown>;
 
@@ -71,7 +71,7 @@ function toolChoice(call: ChatCall): Block | undefined {
 }
 
 /** The Messages request body of a chat-completions call. */
-export function messagesRequest(call: ChatCall, defaultMaxTokens: number): Record<string, unknown> {
+function messagesRequest(call: ChatCall, defaultMaxTokens: number): Record<string, unknown> {
   const system = systemTexts(call.messages);
   const choice = toolChoice(call);
   return {
