@@ -44,3 +44,6 @@ export interface ProviderAdapter {
   /** usage of a streamed reply, read incrementally */
   streamUsage(): StreamUsageReader;
 }
+
+/** A model name that can sit in a vendor path as one segment: no `/`, no `..`, nothing that could reshape the path. */
+export const isModelPathSegment = (model: string): boolean => /^[A-Za-z0-9][A-Za-z0-9._@-]*$/.test(model);

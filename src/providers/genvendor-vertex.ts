@@ -57,3 +57,13 @@ export function vertexTarget(loc: Location): { project: string; location: string
   if (!VERTEX_LOCATION.test(location)) throw new GatewayError('request_error', `not a Vertex location: ${JSON.stringify(location)}`, { fields: { field: 'x-gw-vertex-location' } });
   return { project, location };
 }
+
+/** The project and location a caller names with `x-gw-vertex-project` / `x-gw-vertex-location` (checked by vertexTarget). */
+export function vertexLocationOf(headers: Readonly<Record<string, string>>): Location {
+  const loc: Location = {};
+  const project = headers['x-gw-vertex-project'];
+  const location = headers['x-gw-vertex-location'];
+  if (project !== undefined) loc.project = project;
+  if (location !== undefined) loc.location = location;
+  return loc;
+}

@@ -1,15 +1,13 @@
 import { GatewayError } from '../errors.js';
 import type { GatewayRequest, Route } from '../http/types.js';
 import type { Pipeline, RelayPlan } from '../pipeline/index.js';
-import type { Location } from '../providers/adapter.js';
-import { vertexModelPath, vertexTarget } from '../providers/genvendor-vertex.js';
+import { isModelPathSegment } from '../providers/adapter.js';
+import { vertexLocationOf, vertexModelPath, vertexTarget } from '../providers/genvendor-vertex.js';
 import { SURFACES } from './index.js';
 
 const surface = SURFACES.generate_content;
 
 const METHODS = new Set(['generateContent', 'streamGenerateContent']);
-/** a model name as one path segment: no `/`, no `..`, nothing that could reshape the vendor path */
-const MODEL = /^[A-Za-z0-9][A-Za-z0-9._@-]*$/;
 
 /** `{model}:{method}` of the last path segment, percent-decoded (some clients send `%3A`). */
 function modelAndMethod(segment: string): { model: string; method: string } {
@@ -25,7 +23,7 @@ function modelAndMethod(segment: string): { model: string; method: string } {
   if (colon === -1 || !METHODS.has(method)) {
     throw new GatewayError('not_found', `no such method ${JSON.stringify(method)}: this route serves models/{model}:generateContent and :streamGenerateContent`);
   }
-  if (!MODEL.test(model)) throw new GatewayError('request_error', `not a model name: ${JSON.stringify(model)}`, { fields: { field: 'model' } });
+  if (!isModelPathSegment(model)) throw new GatewayError('request_error', `not a model name: ${JSON.stringify(model)}`, { fields: { field: 'model' } });
   return { model, method };
 }
 
@@ -43,11 +41,7 @@ function target(req: GatewayRequest, model: string, method: string, query: strin
   if (provider !== 'genvendor_vertex') {
     throw new GatewayError('request_error', `x-gw-provider: ${provider} does not serve generate-content (genvendor or genvendor_vertex)`, { fields: { field: 'x-gw-provider' } });
   }
-  const location: Location = {};
-  const project = req.headers['x-gw-vertex-project'];
-  const region = req.headers['x-gw-vertex-location'];
-  if (project !== undefined) location.project = project;
-  if (region !== undefined) location.location = region;
+  const location = vertexLocationOf(req.headers);
   return {
     provider,
     location,

@@ -2,8 +2,8 @@ import { GatewayError } from '../errors.js';
 import type { GatewayRequest, Route } from '../http/types.js';
 import { parseJsonObject } from '../http/validate.js';
 import type { Pipeline, RelayPlan } from '../pipeline/index.js';
-import type { Location } from '../providers/adapter.js';
-import { vertexModelPath, vertexTarget } from '../providers/genvendor-vertex.js';
+import { isModelPathSegment } from '../providers/adapter.js';
+import { vertexLocationOf, vertexModelPath, vertexTarget } from '../providers/genvendor-vertex.js';
 import { withQuery } from './cloudx.js';
 import { SURFACES } from './index.js';
 
@@ -11,8 +11,6 @@ const surface = SURFACES.messages;
 
 /** The body version Anthropic models on Vertex take in place of the anthropic-version header. */
 const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
-/** A model id that can sit in a Vertex path segment as it is (e.g. `claude-sonnet-4-5@20250929`). */
-const VERTEX_MODEL = /^[A-Za-z0-9][A-Za-z0-9._@-]*$/;
 
 /** Where a messages-format call goes: the vendor, or Vertex when `x-gw-provider: genvendor_vertex`. */
 export type MessagesTarget = Pick<RelayPlan, 'provider' | 'location' | 'model' | 'path' | 'body'>;
@@ -24,15 +22,6 @@ function wantsVertex(req: GatewayRequest): boolean {
   throw new GatewayError('request_error', `x-gw-provider: messages are served by msgvendor or genvendor_vertex, not ${JSON.stringify(chosen)}`, { fields: { field: 'x-gw-provider' } });
 }
 
-function vertexLocation(req: GatewayRequest): Location {
-  const loc: Location = {};
-  const project = req.headers['x-gw-vertex-project'];
-  const location = req.headers['x-gw-vertex-location'];
-  if (project !== undefined) loc.project = project;
-  if (location !== undefined) loc.location = location;
-  return loc;
-}
-
 /**
  * The Vertex form of a messages call (Anthropic's rules for Claude on Vertex):
  * the model moves into the path (`rawPredict`, `streamRawPredict` or the
@@ -41,7 +30,7 @@ function vertexLocation(req: GatewayRequest): Location {
  */
 function vertexForm(req: GatewayRequest, body: Record<string, unknown>, kind: 'messages' | 'count_tokens'): MessagesTarget {
   const model = body['model'];
-  if (typeof model !== 'string' || !VERTEX_MODEL.test(model)) {
+  if (typeof model !== 'string' || !isModelPathSegment(model)) {
     throw new GatewayError('request_error', 'model: required, a Vertex model id such as claude-sonnet-4-5@20250929', { fields: { field: 'model' } });
   }
   const rewritten: Record<string, unknown> = { ...body };
@@ -51,7 +40,7 @@ function vertexForm(req: GatewayRequest, body: Record<string, unknown>, kind: 'm
   const pathModel = kind === 'count_tokens' ? 'count-tokens' : model;
   return {
     provider: 'genvendor_vertex',
-    location: vertexLocation(req),
+    location: vertexLocationOf(req.headers),
     model,
     path: (loc) => {
       const { project, location } = vertexTarget(loc);

@@ -1,3 +1,4 @@
+import { isModelPathSegment } from '../providers/adapter.js';
 import { SseScanner, num } from '../providers/sse.js';
 import {
   alternate,
@@ -27,7 +28,6 @@ type Part = Record<string, unknown>;
 type Turn = { role: 'user' | 'model'; blocks: Part[] };
 
 /** a model name as one path segment: nothing that could reshape the vendor path */
-const MODEL = /^[A-Za-z0-9][A-Za-z0-9._@-]*$/;
 
 function part(p: ChatPart, field: string): Part {
   if (p.kind === 'text') return { text: p.text };
@@ -186,7 +186,7 @@ function replyStream(ctx: ReplyContext): StreamTransform {
 export function toGenerateContent(body: ChatRequest, ctx: ReplyContext): TranslatedCall {
   const call = readChatCall(body, 'genvendor');
   const model = call.model.replace(/^models\//, '');
-  if (!MODEL.test(model)) throw bad('model', `not a genvendor model name: ${JSON.stringify(call.model)}`);
+  if (!isModelPathSegment(model)) throw bad('model', `not a genvendor model name: ${JSON.stringify(call.model)}`);
   const reply = chatReply({ json: (r) => replyJson(ctx, r), error: replyError, stream: () => replyStream(ctx) });
   return {
     provider: 'genvendor',
