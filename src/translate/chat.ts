@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors.js';
 import type { ChatRequest, ReplyContext, ReplyTransform, StreamTransform } from './types.js';
+import type { Usage } from '../providers/types.js';
 
 /**
  * The chat-completions side of every translation: the request read into a
@@ -246,6 +247,14 @@ export interface ChatUsage {
   completion: number;
   cached: number;
   reasoning: number;
+}
+
+/**
+ * A chat usage from the provider's own usage reading (providers/usage/*), so
+ * what the caller is told and what the gateway bills are one arithmetic.
+ */
+export function chatUsageFrom(u: Usage | undefined, reasoning = 0): ChatUsage | undefined {
+  return u && { prompt: u.input_tokens, completion: u.output_tokens, cached: u.cached_tokens, reasoning };
 }
 
 function usageObject(u: ChatUsage): Record<string, unknown> {

@@ -4,10 +4,12 @@ import type { Location } from '../providers/adapter.js';
 import { encodeModelId, isAwsRegion } from '../providers/cloudy.js';
 import { EventStreamScanner } from '../providers/eventstream.js';
 import { num } from '../providers/sse.js';
+import { converseUsage } from '../providers/usage/converse.js';
 import {
   alternate,
   bad,
   chatReply,
+  chatUsageFrom,
   chunkStream,
   ChunkWriter,
   completion,
@@ -110,10 +112,7 @@ const finishOf = (stopReason: unknown): FinishReason => FINISH[String(stopReason
 
 /** Bedrock counts cache reads and writes apart from inputTokens; OpenAI's prompt_tokens includes them. */
 function usageOf(u: unknown): ChatUsage | undefined {
-  if (typeof u !== 'object' || u === null) return undefined;
-  const r = u as Record<string, unknown>;
-  const cached = num(r['cacheReadInputTokens']);
-  return { prompt: num(r['inputTokens']) + cached + num(r['cacheWriteInputTokens']), completion: num(r['outputTokens']), cached, reasoning: 0 };
+  return chatUsageFrom(converseUsage({ usage: u }));
 }
 
 function replyJson(ctx: ReplyContext, reply: unknown): Buffer {

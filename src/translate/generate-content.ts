@@ -1,9 +1,11 @@
 import { isModelPathSegment } from '../providers/adapter.js';
 import { SseScanner, num } from '../providers/sse.js';
+import { generateContentUsage } from '../providers/usage/generate-content.js';
 import {
   alternate,
   bad,
   chatReply,
+  chatUsageFrom,
   chunkStream,
   ChunkWriter,
   completion,
@@ -112,10 +114,8 @@ const FINISH: Readonly<Record<string, FinishReason>> = {
 const finishOf = (reason: unknown, calledTools: boolean): FinishReason => (calledTools ? 'tool_calls' : (FINISH[String(reason)] ?? 'stop'));
 
 function usageOf(m: unknown): ChatUsage | undefined {
-  if (typeof m !== 'object' || m === null) return undefined;
-  const r = m as Record<string, unknown>;
-  const reasoning = num(r['thoughtsTokenCount']);
-  return { prompt: num(r['promptTokenCount']), completion: num(r['candidatesTokenCount']) + reasoning, cached: num(r['cachedContentTokenCount']), reasoning };
+  const thoughts = typeof m === 'object' && m !== null ? num((m as Record<string, unknown>)['thoughtsTokenCount']) : 0;
+  return chatUsageFrom(generateContentUsage({ usageMetadata: m }), thoughts);
 }
 
 interface Candidate {

@@ -1,7 +1,9 @@
 import { SseScanner, num } from '../providers/sse.js';
+import { messagesUsage } from '../providers/usage/messages.js';
 import {
   alternate,
   chatReply,
+  chatUsageFrom,
   chunkStream,
   ChunkWriter,
   completion,
@@ -102,10 +104,8 @@ const finishOf = (stopReason: unknown): FinishReason => FINISH[String(stopReason
 
 /** Prompt tokens include what the cache served and stored, as OpenAI counts them. */
 function usageOf(u: unknown, outputSoFar = 0): ChatUsage | undefined {
-  if (typeof u !== 'object' || u === null) return undefined;
-  const r = u as Record<string, unknown>;
-  const cached = num(r['cache_read_input_tokens']);
-  return { prompt: num(r['input_tokens']) + cached + num(r['cache_creation_input_tokens']), completion: num(r['output_tokens']) || outputSoFar, cached, reasoning: 0 };
+  const usage = chatUsageFrom(typeof u === 'object' && u !== null ? messagesUsage({ usage: u }) : undefined);
+  return usage && { ...usage, completion: usage.completion || outputSoFar };
 }
 
 function replyJson(ctx: ReplyContext, reply: unknown): Buffer {
