@@ -15,7 +15,7 @@ import { resolveCredential, type StoredKeys } from './credentials.js';
 import { admitAll, type Admission, type PolicyStage } from './policy.js';
 import { authenticate, presentedCredentials, type Caller, type Presented } from './auth.js';
 import { forwardHeaders } from './forward-headers.js';
-import { relay, type RelayLimits } from './relay.js';
+import { relay, type RelayDeps, type RelayLimits } from './relay.js';
 
 export interface PipelineDeps {
   directory: Directory;
@@ -66,7 +66,12 @@ const SERVED_DIRECTLY: HeaderList = [
  * cost. Surfaces call it; it knows no uWS and no undici types.
  */
 export class Pipeline {
-  constructor(private readonly deps: PipelineDeps) {}
+  /** what the relay needs, put together once rather than per call */
+  private readonly relayDeps: RelayDeps;
+
+  constructor(private readonly deps: PipelineDeps) {
+    this.relayDeps = { upstream: deps.upstream, metrics: deps.metrics, limits: deps.limits, health: deps.health };
+  }
 
   authenticate(req: GatewayRequest, surface: Surface): { caller: Caller; presented: Presented } {
     req.stages.begin('auth');
@@ -118,7 +123,7 @@ export class Pipeline {
 
   /** credential → request → relay → accounting; returns the call's cost (undefined: billed, usage unseen) */
   private async dispatch(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, servedBy: HeaderList): Promise<number | undefined> {
-    const { providers, upstream, metrics, limits, ring } = this.deps;
+    const { providers, metrics, ring } = this.deps;
     const resolved = resolveCredential(this.deps.storedKeys, req, plan.caller, plan.presented, plan.provider);
     const { credential, location: storedLocation } = resolved instanceof Promise ? await resolved : resolved;
     const location = { ...adapter.defaultLocation, ...storedLocation, ...plan.location };
@@ -132,7 +137,7 @@ export class Pipeline {
     };
     const authorized = adapter.authorize(unsigned, credential, location);
     const request = authorized instanceof Promise ? await authorized : authorized;
-    const outcome = await relay({ upstream, metrics, limits, health: this.deps.health }, req, res, adapter, request, { gatewayHeaders: servedBy, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
+    const outcome = await relay(this.relayDeps, req, res, adapter, request, { gatewayHeaders: servedBy, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
     if (outcome.overheadMs !== undefined) metrics.observeOverhead(plan.surface.id, outcome.overheadMs / 1000);
     const cost = account(ring, {
       requestId: req.id,

@@ -67,7 +67,7 @@ export interface ReplyOptions {
   opaqueReplies?: boolean;
 }
 
-interface RelayDeps {
+export interface RelayDeps {
   upstream: Upstream;
   metrics: Metrics;
   limits: RelayLimits;
@@ -92,7 +92,6 @@ class RelayExchange implements UpstreamSink {
   private settled = false;
   private headers: HeaderList = [];
   private upstreamHeaders: Record<string, string | string[] | undefined> = {};
-  private readonly transform: ReplyTransform | undefined;
   private translator: StreamTransform | undefined;
   private framing: Framing | undefined;
   /** an unfinished event, held until the rest of it arrives */
@@ -109,7 +108,6 @@ class RelayExchange implements UpstreamSink {
     private readonly reply: ReplyOptions,
     private readonly resolve: (o: RelayOutcome) => void,
   ) {
-    this.transform = reply.transform;
     this.preDispatchMs = req.stages.elapsedMs;
   }
 
@@ -137,9 +135,10 @@ class RelayExchange implements UpstreamSink {
     if (status >= 200 && status < 300 && isStream(headers['content-type'])) {
       this.mode = 'stream';
       this.reader = this.provider.streamUsage();
-      if (this.transform) {
-        this.translator = this.transform.stream();
-        retype(this.headers, this.transform.streamContentType);
+      const { transform } = this.reply;
+      if (transform) {
+        this.translator = transform.stream();
+        retype(this.headers, transform.streamContentType);
       } else {
         this.framing = framingFor(String(headers['content-type']));
       }
@@ -178,7 +177,8 @@ class RelayExchange implements UpstreamSink {
       return;
     }
     const lastByteAt = performance.now();
-    const { parts, size, status, transform } = this;
+    const { parts, size, status } = this;
+    const { transform } = this.reply;
     let body = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size);
     let usage: Usage | undefined;
     if (status >= 200 && status < 300 && (!this.reply.opaqueReplies || isJsonOrUntyped(this.upstreamHeaders['content-type']))) {
