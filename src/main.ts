@@ -191,6 +191,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       metrics,
     });
     inFlight = () => front.inFlight;
+    metrics.setInFlightSource(inFlight);
     const port = await front.listen(settings.GW_HOST, settings.GW_PORT);
     // idle keep-alive connections would otherwise hold the process until their clients let go
     releases.push(() => front.closeConnections());

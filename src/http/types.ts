@@ -21,8 +21,6 @@ export interface GatewayRequest {
   /** route parameters, raw */
   readonly params: Readonly<Record<string, string>>;
   readonly body: Buffer;
-  /** process.hrtime.bigint() when the transport accepted the request */
-  readonly receivedAt: bigint;
   readonly stages: StageClock;
   /** this request's logger: every line carries its `req_id` */
   readonly log: Logger;

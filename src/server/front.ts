@@ -66,7 +66,6 @@ export function createFront(opts: FrontOptions): Front {
       readonly rawMethod: string,
       readonly path: string,
       readonly headers: Readonly<Record<string, string>>,
-      readonly receivedAt: bigint,
       readonly stages: StageClock,
       readonly surface: string,
     ) {}
@@ -82,7 +81,6 @@ export function createFront(opts: FrontOptions): Front {
     onFinish(sink: UwsSink): void {
       clearTimeout(this.deadline);
       inFlight--;
-      metrics.inFlight.dec();
       const ms = this.stages.elapsedMs;
       const status = sink.aborted && !sink.started ? 499 : sink.status;
       metrics.countAnswer(this.surface, status, sink.meta.provider ?? 'none', ms / 1000);
@@ -115,7 +113,6 @@ export function createFront(opts: FrontOptions): Front {
   };
 
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
-    const receivedAt = process.hrtime.bigint();
     const stages = new StageClock();
     const rawMethod = req.getMethod().toUpperCase();
     const path = req.getUrl();
@@ -135,11 +132,10 @@ export function createFront(opts: FrontOptions): Front {
     const method = headOnly ? 'GET' : rawMethod;
     const match = router.match(method, path);
     const renderer = match.kind === 'found' ? match.route.surface : opts.defaultSurface;
-    const exchange = new Exchange(id, method, rawMethod, path, headers, receivedAt, stages, renderer.id);
+    const exchange = new Exchange(id, method, rawMethod, path, headers, stages, renderer.id);
     exchange.query = query;
     const sink = new UwsSink(res, id, headOnly, exchange, renderer);
     inFlight++;
-    metrics.inFlight.inc();
     res.onAborted(() => sink.markAborted());
 
     const te = headers['transfer-encoding'];

@@ -18,6 +18,7 @@ export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
   let poolStats: () => PoolStats[] = () => [];
+  let inFlight: () => number = () => 0;
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   loopDelay.enable();
 
@@ -47,7 +48,15 @@ export function createMetrics() {
       labelNames: ['stage'] as const,
       registers: [registry],
     }),
-    inFlight: new Gauge({ name: 'gw_in_flight_requests', help: 'Requests accepted and not yet answered', registers: [registry] }),
+    inFlight: new Gauge({
+      name: 'gw_in_flight_requests',
+      help: 'Requests accepted and not yet answered',
+      registers: [registry],
+      // read from the front's own count at scrape time, not kept twice per request
+      collect() {
+        this.set(inFlight());
+      },
+    }),
     streamTimeouts: new Counter({
       name: 'gw_stream_timeouts_total',
       help: 'Streams closed by the gateway for idleness or the stream deadline',
@@ -95,6 +104,9 @@ export function createMetrics() {
     },
     observeUpstreamLatency(provider: string, seconds: number) {
       m.upstreamLatency.observe([provider], seconds);
+    },
+    setInFlightSource(fn: () => number) {
+      inFlight = fn;
     },
     setPoolStatsSource(fn: () => PoolStats[]) {
       poolStats = fn;

@@ -19,7 +19,7 @@ const ADMIN = 'admin-key-0123456789abcdef';
 const ISSUER = 'https://idp.unit.test/';
 
 function request(headers: Record<string, string> = {}, params: Record<string, string> = {}, query = ''): GatewayRequest {
-  return { id: 'r', method: 'POST', path: '/', query, headers, params, body: Buffer.alloc(0), receivedAt: 0n, stages: new StageClock(), log: createLogger('silent') };
+  return { id: 'r', method: 'POST', path: '/', query, headers, params, body: Buffer.alloc(0), stages: new StageClock(), log: createLogger('silent') };
 }
 
 /** Runs `fn` and returns the GatewayError it throws. */
