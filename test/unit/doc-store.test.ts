@@ -284,14 +284,19 @@ describe('EmbeddedDocStore on disk', () => {
     assert.deepEqual(onDisk['orgs'], { a: { n: 1 }, b: { n: 2 } });
   });
 
-  it('a write that cannot be persisted fails and is undone in the mirror', async () => {
+  /** a started store holding `seed`, whose data dir then turns into a file: every later write fails */
+  const storeThatCannotPersist = async (seed: { collection: 'orgs' | 'key_skills'; id: string; doc: Doc }) => {
     const dir = await newDir();
     const store = new EmbeddedDocStore(dir);
     await store.start();
-    await store.put('orgs', 'before', { n: 1 });
-    // the data dir turns into a file: every later write fails
+    await store.put(seed.collection, seed.id, seed.doc);
     await rm(dir, { recursive: true });
     await writeFile(dir, 'not a directory');
+    return { dir, store };
+  };
+
+  it('a write that cannot be persisted fails and is undone in the mirror', async () => {
+    const { dir, store } = await storeThatCannotPersist({ collection: 'orgs', id: 'before', doc: { n: 1 } });
     await assert.rejects(store.put('orgs', 'after', { n: 2 }), /GW_DATA_DIR: cannot persist orgs\/after/);
     assert.equal(store.get('orgs', 'after'), undefined);
     await assert.rejects(store.put('orgs', 'before', { n: 3 }), /GW_DATA_DIR/);
@@ -300,12 +305,7 @@ describe('EmbeddedDocStore on disk', () => {
   });
 
   it('a putAll that cannot be persisted fails and is undone whole', async () => {
-    const dir = await newDir();
-    const store = new EmbeddedDocStore(dir);
-    await store.start();
-    await store.put('key_skills', 'k', { n: 1 });
-    await rm(dir, { recursive: true });
-    await writeFile(dir, 'not a directory');
+    const { dir, store } = await storeThatCannotPersist({ collection: 'key_skills', id: 'k', doc: { n: 1 } });
     await assert.rejects(
       store.putAll([
         { collection: 'key_skills', id: 'k', doc: { n: 2 } },
