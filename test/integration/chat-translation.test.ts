@@ -185,7 +185,8 @@ describe('chat completions translated to msgvendor (Anthropic Messages)', () => 
     await assert.rejects(collect(stream), (err: unknown) => err instanceof OpenAI.APIError && /Overloaded/.test(err.message));
   });
 
-  it('a vendor reply the translator cannot read is a prompt 502, never a request left hanging', async () => {
+  // without the fix the request hangs until the request deadline: fail fast instead
+  it('a vendor reply the translator cannot read is a prompt 502, never a request left hanging', { timeout: 15_000 }, async () => {
     await assert.rejects(
       client().chat.completions.create({ model: 'claude-sonnet-4-5-malformed', messages: [{ role: 'user', content: 'hi' }] }),
       (err: unknown) => err instanceof OpenAI.APIError && err.status === 502 && err.headers?.get('x-gw-error') === null,
