@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Route } from '../../src/http/types.js';
+import { SettingsSchema } from '../../src/settings.js';
 
 /**
  * README.md and docs/ are all a reader of this repository has: they may not
- * send the reader to documents kept elsewhere, and docs/api.md must describe
- * every route the gateway serves.
+ * send the reader to documents kept elsewhere; docs/api.md must describe
+ * every route the gateway serves and docs/operations.md every setting.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -75,5 +76,11 @@ describe('README.md and docs/ stand alone', () => {
     // the path must end where it is written: `POST /v1/messages` is not `POST /v1/messages/count_tokens`
     const missing = routes.map((r) => `${r.method} ${documented(r.path)}`).filter((r) => !new RegExp(`${escape(r)}(?![\\w/{}-])`).test(api));
     assert.deepEqual(missing, [], 'routes served but not in docs/api.md');
+  });
+
+  it('docs/operations.md explains every GW_ setting of src/settings.ts', () => {
+    const ops = readFileSync(join(DOCS, 'operations.md'), 'utf8');
+    const missing = Object.keys(SettingsSchema.properties).filter((name) => !new RegExp(`\`${name}\``).test(ops));
+    assert.deepEqual(missing, [], 'settings not named in docs/operations.md');
   });
 });
