@@ -6,7 +6,7 @@
  */
 export interface ErrorSpec {
   status: number;
-  /** false for engine-raised 5xx that summarize an upstream failure (SPEC x-gw-error rule 3) */
+  /** false for engine-raised 5xx that summarize an upstream failure: without x-gw-error, as a provider's failure */
   header: boolean;
   retryAfterS?: number;
   level: 'info' | 'warn' | 'error';
@@ -36,7 +36,7 @@ export const ERROR_TABLE = {
   conflict: { status: 409, header: true, level: 'info' },
   payload_too_large: { status: 413, header: true, level: 'info' },
   not_implemented: { status: 501, header: true, level: 'info' },
-  // Engine-raised summaries of an upstream failure: no x-gw-error (SPEC).
+  // Engine-raised summaries of an upstream failure: no x-gw-error (docs/errors.md, Rules).
   upstream_unavailable: { status: 502, header: false, level: 'warn' },
   upstream_timeout: { status: 504, header: false, level: 'warn' },
 } as const satisfies Record<string, ErrorSpec>;

@@ -17,7 +17,7 @@ function requireAdmin(req: GatewayRequest, adminKey: string | undefined): void {
   }
 }
 
-/** The admin routes of CONTRACT §2. */
+/** The admin routes: orgs and developer keys, behind GW_ADMIN_KEY. */
 export function adminRoutes(admin: TenantAdmin, adminKey: string | undefined): Route[] {
   return [
     {

@@ -15,7 +15,7 @@ import type { VendorKeys } from '../tenancy/vendor-keys.js';
 import { sendJson } from './respond.js';
 
 const surface = SURFACES.api;
-/** SPEC Authentication 5: the caller's own org, from its developer key (or an IdP token); no deployment secrets */
+/** The caller's own org, from its developer key (or an IdP token); no deployment secrets */
 const OWN_ORG: IdentifyOptions = { deploymentSecrets: false };
 
 const TenantId = Type.Optional(Type.String({ pattern: '^[a-z0-9_-]{1,64}$' }));
@@ -66,7 +66,7 @@ export interface SelfServiceDeps {
 }
 
 /**
- * Self-service configuration (SPEC Authentication 5, CONTRACT §4 and §6): the
+ * Self-service configuration (docs/api.md, Stored provider keys; Settings): the
  * caller's own org, from its developer key (or an IdP token mapped to it);
  * a request naming another tenant_id is 403.
  */
@@ -131,7 +131,7 @@ export function selfServiceRoutes(deps: SelfServiceDeps): Route[] {
 
 const NO_CAP = { cap_usd: null, period: null, consumed_usd: null, resets_at: null };
 
-/** CONTRACT §6 settings: everything the org configured; secrets appear only as key hints. */
+/** GET /api/v1/settings: everything the org configured; secrets appear only as key hints. */
 async function settingsView(deps: SelfServiceDeps, org: Org) {
   return {
     org_id: org.org_id,
@@ -145,7 +145,7 @@ async function settingsView(deps: SelfServiceDeps, org: Org) {
       .keysOf(org.org_id)
       .filter((k) => k.revoked_at === null)
       .map((k) => {
-        // the stored document also carries bookkeeping (org_id, updated_at): CONTRACT §6 names exactly these fields
+        // the stored document also carries bookkeeping (org_id, updated_at): the settings shape lists exactly these fields
         const { skills, skill_modes, locked_skills, skill_params } = deps.skills.config(k.key_id);
         return { key_id: k.key_id, dev_key_id: k.dev_key_id, skills, skill_modes, locked_skills, skill_params };
       }),

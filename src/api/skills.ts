@@ -8,7 +8,7 @@ import { isPerKeySkill, MODE_VOCABULARY, parseStoredMode, PER_KEY_SKILLS, type K
 import { sendJson } from './respond.js';
 
 const surface = SURFACES.api;
-/** SPEC Authentication 6: skill routes also take the deployment's config secret or admin key naming the tenant */
+/** Skill routes also take the deployment's config secret or admin key naming the tenant */
 const ENTITLED: IdentifyOptions = { deploymentSecrets: true };
 
 const KeyRef = Type.String({ minLength: 1, maxLength: 128 });
@@ -59,8 +59,8 @@ const modeOrRefuse = (value: unknown, field: string): StoredMode => {
 };
 
 /**
- * Per-key skill configuration and the lifecycle route (SPEC Skills route,
- * Lifecycle route). Both accept the org's own key, an IdP token of the org, or
+ * Per-key skill configuration and the lifecycle route (docs/api.md, Per-key
+ * skills; Lifecycle). Both accept the org's own key, an IdP token of the org, or
  * the deployment's config secret or admin key naming the tenant; both write
  * the one key_skills store every replica reads.
  */

@@ -43,7 +43,7 @@ export function presentedCredentials(req: GatewayRequest, carriers: readonly Key
     }
   }
   const explicit = req.headers['x-gw-provider-key'];
-  // CONTRACT §3: a gw_ value is never forwarded upstream
+  // a gw_ value is never forwarded upstream
   if (explicit?.startsWith(DEV_KEY_PREFIX)) throw new GatewayError('request_error', 'x-gw-provider-key carries a gateway developer key; it takes the vendor credential', { fields: { field: 'x-gw-provider-key' } });
   if (explicit !== undefined && explicit !== '') {
     vendorKey = explicit;

@@ -108,7 +108,7 @@ export class Pipeline {
   }
 
   /**
-   * SPEC Fail-open: a fault in the gateway's own machinery (a policy stage,
+   * Fail-open: a fault in the gateway's own machinery (a policy stage,
    * the dispatch machinery) never becomes an error. The call goes to the
    * provider as the caller sent it, without policy admission (residency is
    * still checked on the resolved location: it is a refusal, not machinery),

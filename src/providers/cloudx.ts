@@ -2,7 +2,7 @@ import { GatewayError } from '../errors.js';
 import { printableKey, type ProviderAdapter } from './adapter.js';
 import { openai } from './openai.js';
 
-/** Azure OpenAI resource hosts (CONTRACT §4): one DNS label under either service domain. */
+/** Azure OpenAI resource hosts, the only cloudx endpoints allowed (no open proxy): one DNS label under either service domain. */
 const RESOURCE_HOST = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\.(?:openai\.azure\.com|cognitiveservices\.azure\.com)$/;
 
 /**

@@ -17,7 +17,7 @@ function bearerVendorKey(req: GatewayRequest): string | undefined {
   return token?.startsWith(DEV_KEY_PREFIX) ? undefined : token;
 }
 
-/** An API key beside an access-key pair is ambiguous: refused rather than guessed (CONTRACT §4). */
+/** An API key beside an access-key pair is ambiguous: refused rather than guessed. */
 function refuseKeyBesidePair(req: GatewayRequest): void {
   const bearer = bearerVendorKey(req);
   const explicit = req.headers['x-gw-provider-key'];

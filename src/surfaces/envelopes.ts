@@ -2,7 +2,7 @@ import type { GatewayError } from '../errors.js';
 import type { ErrorRenderer, HeaderList } from '../http/types.js';
 import { exceptionFrame } from '../providers/eventstream.js';
 
-/** The error object every envelope shares: message, type, code (SPEC Errors). */
+/** The error object every envelope shares: message, type, code (the HTTP status). */
 const errorObject = (err: GatewayError, type: string = err.type): Record<string, unknown> => ({
   message: err.message,
   type,
@@ -91,7 +91,7 @@ export const converseEnvelope: ErrorRenderer = {
   renderStreamError: (err) => exceptionFrame(CONVERSE_STREAM_EXCEPTION[err.status] ?? 'internalServerException', JSON.stringify(errorObject(err))),
 };
 
-/** The messages surfaces' own names for the overload and timeout envelopes (SPEC Errors). */
+/** The messages surfaces' own names for the overload and timeout envelopes, as the Messages SDK knows them. */
 const MESSAGES_TYPES: Partial<Record<GatewayError['type'], string>> = { overloaded: 'overloaded_error', gateway_timeout: 'api_error' };
 
 /**

@@ -44,7 +44,7 @@ export function createMetrics() {
     costUsd: new HotCounter('gw_cost_usd_total', 'Cost of relayed calls at catalog prices, by provider', ['provider'], registry),
     passthrough: new Counter({
       name: 'gw_passthrough_total',
-      help: 'Calls relayed directly to the provider because a stage of the gateway itself failed (SPEC Fail-open), by stage',
+      help: 'Calls relayed directly to the provider because a stage of the gateway itself failed (fail-open), by stage',
       labelNames: ['stage'] as const,
       registers: [registry],
     }),

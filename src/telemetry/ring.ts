@@ -1,4 +1,4 @@
-/** One finished request as the inspector feed shows it (CONTRACT §10). */
+/** One finished request, as kept in the per-process ring of recent requests. */
 export interface InspectorRow {
   request_id: string;
   ts: string;

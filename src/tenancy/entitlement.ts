@@ -28,8 +28,8 @@ export interface EntitlementOptions {
 export interface IdentifyOptions {
   /**
    * Telemetry and skill routes also accept the deployment's config secret or
-   * admin key (SPEC Authentication 6); self-service routes take only an org's
-   * own identity (SPEC Authentication 5).
+   * admin key naming the tenant; self-service routes take only an org's
+   * own identity, so a tenant configures only itself.
    */
   deploymentSecrets: boolean;
 }
@@ -38,8 +38,8 @@ export interface IdentifyOptions {
 const unknownCredential = () => new GatewayError('invalid_developer_key', 'developer key missing, invalid, revoked or expired');
 
 /**
- * One rule for every route that configures or reads a tenant (SPEC
- * Authentication 5-9): the credential must be entitled to the tenant it names.
+ * One rule for every route that configures or reads a tenant (docs/api.md,
+ * Who may call the configuration and skill routes): the credential must be entitled to the tenant it names.
  * An org key acts on its own org only; an IdP token on the orgs its groups map
  * to; the config secret or admin key on any tenant it names explicitly. A key
  * named by id is resolved to its owner and checked against the tenant before

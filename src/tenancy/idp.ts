@@ -32,7 +32,7 @@ function parseGroupMap(text: string | undefined): Map<string, string[]> {
 }
 
 /**
- * Corporate identity-provider tokens (SPEC Authentication 9): a bearer JWT
+ * Corporate identity-provider tokens (docs/api.md, Identity-provider mode): a bearer JWT
  * verified with jose against the IdP's JWKS, issuer and (when set) audience,
  * with `exp` required. Its `groups` claim maps to orgs through
  * GW_IDP_GROUP_MAP. A refused token is 401 idp_authentication_error; an

@@ -5,7 +5,7 @@ import type { DocStore, DocWrite } from '../stores/types.js';
 import { withinStoreBound } from './store-timeout.js';
 import type { DevKey } from './types.js';
 
-/** The per-key skills (CONTRACT §9): the only skills with stored modes. */
+/** The per-key skills: the only skills with stored modes. */
 export const PER_KEY_SKILLS = ['semantic_cache', 'prompt_compaction', 'pii_redaction', 'model_routing', 'agent_trajectory_compaction'] as const;
 export type SkillId = (typeof PER_KEY_SKILLS)[number];
 
@@ -54,7 +54,7 @@ interface KeySkillsDoc extends KeySkillConfig {
 
 export type SkillConfigUpdate = Partial<KeySkillConfig>;
 
-/** SPEC Lifecycle transition record. */
+/** One recorded change of a key's skill mode (the lifecycle route's `transition`). */
 export interface TransitionRecord {
   id: string;
   org_id: string;

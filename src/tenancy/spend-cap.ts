@@ -19,7 +19,7 @@ export interface SpendCapConfig {
   updated_at: string;
 }
 
-/** CONTRACT §6 `spend_cap`; also the settings route's figure. */
+/** The `spend_cap` object of the spend-cap and settings routes. */
 export interface SpendCapStatus {
   cap_usd: number;
   period: CapPeriod;
@@ -185,7 +185,7 @@ export class SpendCaps {
     try {
       result = await this.opts.meter.reserve({ bucket, id, amount, cap: cap.cap_usd, leaseMs: this.leaseMs, keepUntil: period.end + KEEP_AFTER_END_MS });
     } catch (err) {
-      // SPEC Fail-open 1: our own metering never refuses a call
+      // fail-open: our own metering never turns a call into an error
       this.opts.metrics.spendCapStoreFailures.inc({ op: 'reserve' });
       this.opts.log.warn({ err: String(err), org_id: orgId }, 'spend cap: metering store unreachable; relaying unmetered');
       return ADMITTED;

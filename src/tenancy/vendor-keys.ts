@@ -11,7 +11,7 @@ import type { Logger } from '../telemetry/log.js';
 import type { Keyring, Sealed } from './crypto.js';
 import { withinStoreBound } from './store-timeout.js';
 
-/** What a caller may store for one provider (CONTRACT §4). */
+/** What a caller may store for one provider (docs/api.md, Stored provider keys). */
 export interface VendorKeyInput {
   provider: ProviderId;
   api_key: string;
@@ -183,7 +183,7 @@ export class VendorKeys implements StoredKeys {
     return loc;
   }
 
-  /** the CONTRACT §4 allowlist (the one caller headers pass), unless GW_UPSTREAM_CLOUDX replaces every resource */
+  /** the Azure endpoint allowlist (the one caller headers pass), unless GW_UPSTREAM_CLOUDX replaces every resource */
   private endpoint(value: string): string {
     if (this.opts.cloudxOverridden) {
       if (!ANY_ORIGIN.test(value)) throw badField('endpoint', 'must be an origin such as https://myresource.openai.azure.com');
