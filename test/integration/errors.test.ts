@@ -67,7 +67,7 @@ describe('authentication and the error contract on chat-completions', () => {
     await fake.close();
   });
 
-  describe('developer key carriers (CONTRACT §3)', () => {
+  describe('developer key carriers', () => {
     it('x-gw-key and Authorization: Bearer gw_… both authenticate', async () => {
       const carriers: Array<Record<string, string>> = [{ 'x-gw-key': devKey }, { authorization: `Bearer ${devKey}` }, { authorization: `bearer ${devKey}` }];
       for (const headers of carriers) {

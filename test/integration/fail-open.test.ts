@@ -8,7 +8,7 @@ import type { FakeVendor } from '../fakes/server.js';
 import { SECRETS_KEY, oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
 /**
- * SPEC Fail-open: a fault in the gateway's own machinery never turns a call
+ * Fail-open: a fault in the gateway's own machinery never turns a call
  * into an error; the call goes straight to the provider. The fault here is
  * real: a corrupt model-access document in the persisted state, which makes
  * the model-access policy stage throw.

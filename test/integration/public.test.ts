@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import { CATALOG } from '../../src/providers/catalog.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
-describe('unauthenticated reads: /healthz and /v1/models (CONTRACT §5)', () => {
+describe('unauthenticated reads: /healthz and /v1/models', () => {
   let gw: TestGateway;
 
   before(async () => {

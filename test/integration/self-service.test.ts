@@ -34,7 +34,7 @@ for (const redis of [false, true]) {
       await anthropic.close();
     });
 
-    it('GET /api/v1/settings answers the caller’s own org in the CONTRACT §6 shape', async () => {
+    it('GET /api/v1/settings answers the caller’s own org in the documented settings shape', async () => {
       const r = await call(gw, '/api/v1/settings', { key: ACME });
       assert.equal(r.status, 200);
       const devKeys = r.json['dev_keys'] as Array<Record<string, unknown>>;
@@ -52,7 +52,7 @@ for (const redis of [false, true]) {
       });
     });
 
-    it('settings dev_keys entries carry exactly the CONTRACT §6 fields once skills are stored', async () => {
+    it('settings dev_keys entries carry exactly the documented fields once skills are stored', async () => {
       const set = await call(gw, '/api/v1/dev_key/skills', { key: ACME, body: { skills: { pii_redaction: true }, skill_modes: { semantic_cache: 'shadow' } } });
       assert.equal(set.status, 200);
       const [entry] = (await call(gw, '/api/v1/settings', { key: ACME })).json['dev_keys'] as Array<Record<string, unknown>>;

@@ -4,7 +4,7 @@ import { asGatewayError, ERROR_TABLE, GatewayError, type ErrorType } from '../..
 import { sharedEnvelope } from '../../src/surfaces/envelopes.js';
 
 describe('the error table', () => {
-  it('has the status SPEC Errors gives each type', () => {
+  it('has the documented status for each type', () => {
     const spec: Partial<Record<ErrorType, number>> = {
       invalid_developer_key: 401,
       onboarding_incomplete: 402,
@@ -32,7 +32,7 @@ describe('the error table', () => {
     const without = Object.entries(ERROR_TABLE).filter(([, s]) => !s.header).map(([t]) => t).sort();
     assert.deepEqual(without, ['upstream_timeout', 'upstream_unavailable']);
     for (const t of without) assert.ok(ERROR_TABLE[t as ErrorType].status >= 500);
-    // the four 5xx SPEC says do carry it
+    // these four 5xx are the gateway's own verdicts, not summaries of an upstream failure, so they carry it
     for (const t of ['overloaded', 'store_timeout', 'upstream_truncated', 'gateway_timeout'] as const) assert.equal(ERROR_TABLE[t].header, true, t);
   });
 
