@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { costUsd } from '../../src/providers/catalog.js';
 import { encode } from 'gpt-tokenizer';
-import { periodOf, worstCaseUsd } from '../../src/tenancy/spend-cap.js';
+import { periodOf } from '../../src/stores/meter.js';
+import { worstCaseUsd } from '../../src/tenancy/spend-cap.js';
 
 const body = (v: unknown) => Buffer.from(JSON.stringify(v));
 
