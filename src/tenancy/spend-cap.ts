@@ -70,6 +70,7 @@ const largestAt = (doc: unknown, paths: readonly string[][]): number | undefined
  *   tokenizers in use (byte-level BPE, SentencePiece with byte fallback) never
  *   make a token of less than one byte, and no call reads past its window, so
  *   neither dense text (base64, CJK) nor a large image can exceed it.
+ *   Priced as a prompt-cache write where that costs more than plain input.
  * - output: the limit the body sets where its surface sets it, times the
  *   choices it asks for (`n`, `candidateCount`), at most the model's own
  *   limit; the model's own limit when the body sets none.
@@ -90,7 +91,9 @@ export function worstCaseUsd(model: string | undefined, body: Buffer, provider: 
   const choices = largestAt(doc, CHOICE_PATHS) ?? 1;
   const perChoice = asked === undefined ? entry.max_output_tokens : Math.min(asked, entry.max_output_tokens || asked);
   const input = Math.min(body.length, entry.context_window);
-  return costUsd(entry.id, { input_tokens: input, output_tokens: Math.ceil(perChoice * choices), cached_tokens: 0 });
+  // a prompt written to the vendor's cache may cost more than plain input (Anthropic: 1.25×)
+  const written = entry.price.cache_write > entry.price.input ? input : 0;
+  return costUsd(entry.id, { input_tokens: input, output_tokens: Math.ceil(perChoice * choices), cached_tokens: 0, cache_write_tokens: written }, provider);
 }
 
 /**

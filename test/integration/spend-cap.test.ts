@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import type { RelayPlan } from '../../src/pipeline/index.js';
-import { costUsd } from '../../src/providers/catalog.js';
+import { countTokens } from 'gpt-tokenizer';
+import { costUsd, priciestModel } from '../../src/providers/catalog.js';
 import { EmbeddedDocStore } from '../../src/stores/embedded/doc-store.js';
 import { EmbeddedMeterStore } from '../../src/stores/embedded/meter-store.js';
 import { periodOf, type MeterStore } from '../../src/stores/meter.js';
@@ -101,7 +102,7 @@ for (const kind of STORES) {
 }
 
 /** The fake's reply usage (12 prompt tokens, 2 of them cached, 5 completion) at gpt-4o prices. */
-const REPLY_COST = costUsd('gpt-4o', { input_tokens: 12, output_tokens: 5, cached_tokens: 2 });
+const REPLY_COST = costUsd('gpt-4o', { input_tokens: 12, output_tokens: 5, cached_tokens: 2 }, 'openai');
 
 const DAY_BODY = Buffer.from(JSON.stringify({ model: 'gpt-4o', max_tokens: 20_000 }));
 const capPlan = (org: string, extra: Partial<RelayPlan> = {}) => ({ caller: { org: { org_id: org } }, model: 'gpt-4o', body: DAY_BODY, ...extra }) as unknown as RelayPlan;
@@ -223,7 +224,7 @@ async function startHeldOpenAI(hold: { ms: number }): Promise<FakeVendor> {
   });
 }
 
-const ORGS = ['capped', 'settle', 'burst', 'unseen', 'deploy'] as const;
+const ORGS = ['capped', 'settle', 'burst', 'unseen', 'deploy', 'finetune'] as const;
 const key = (org: string) => devKeySecret(`spend-${org}`);
 const BOOTSTRAP: Bootstrap = {
   // a high request rate so the rate limit never interferes with the spend figures
@@ -310,16 +311,30 @@ for (const mode of ['embedded', 'redis'] as const) {
       assert.equal(got.spend_cap.consumed_usd, want);
     });
 
-    it('a billed call whose usage never shows (a stream without a usage event) keeps its whole reservation', async () => {
+    it('a stream without a usage event is charged for the tokens the gateway counted, not its worst case', async () => {
       await setCap(gw, 'unseen', 100);
-      const body = { model: 'gpt-4o', max_tokens: 50, stream: true as const, messages: [{ role: 'user' as const, content: 'hi' }] };
+      // no max_tokens: the worst case reserves the model's whole output ($0.16 at gpt-4o prices)
+      const body = { model: 'gpt-4o', stream: true as const, messages: [{ role: 'user' as const, content: 'hi' }] };
       const stream = await client('unseen').chat.completions.create(body);
       for await (const _ of stream) {
         // drain
       }
-      const want = Math.round(worstCaseUsd('gpt-4o', Buffer.from(JSON.stringify(body)), 'openai') * 1e9) / 1e9;
+      // the fake streams the one word `hi`; the prompt is counted from the body sent upstream
+      // (the SDK serializes the same fields in the same order)
+      const counted = { input_tokens: countTokens(JSON.stringify(body)), output_tokens: countTokens('hi'), cached_tokens: 0 };
+      const want = Math.round(costUsd('gpt-4o', counted, 'openai') * 1e9) / 1e9;
       const got = await eventually(() => setCap(gw, 'unseen', 100), (r) => r.spend_cap.consumed_usd > 0);
-      // the SDK serializes the same fields in the same order, so the reservation matches this body's
+      assert.equal(got.spend_cap.consumed_usd, want);
+      assert.ok(want < worstCaseUsd('gpt-4o', Buffer.from(JSON.stringify(body)), 'openai') / 10, 'not the worst case');
+    });
+
+    it('settles a fine-tune the catalog does not know at its provider\'s priciest model, never $0', async () => {
+      await setCap(gw, 'finetune', 100);
+      const model = 'ft:gpt-4o-mini:org:x:id';
+      await client('finetune').chat.completions.create({ model, max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] });
+      const want = Math.round(costUsd(priciestModel('openai').id, { input_tokens: 12, output_tokens: 5, cached_tokens: 2 }, 'openai') * 1e9) / 1e9;
+      const got = await eventually(() => setCap(gw, 'finetune', 100), (r) => r.spend_cap.consumed_usd > 0);
+      assert.ok(want > 0);
       assert.equal(got.spend_cap.consumed_usd, want);
     });
 
