@@ -9,6 +9,7 @@ import { skillRoutes } from './api/skills.js';
 import { publicRoutes } from './api/public.js';
 import type { Route } from './http/types.js';
 import { Pipeline } from './pipeline/index.js';
+import { installCatalogFile } from './providers/catalog-file.js';
 import { Providers, type OriginOverrides } from './providers/index.js';
 import { createFront } from './server/front.js';
 import { startMetricsApp } from './server/metrics-app.js';
@@ -83,6 +84,8 @@ function originOverrides(s: Settings): OriginOverrides {
 
 /** One replica: settings → stores → pipeline → routes → the uWS front. */
 export async function startGateway(settings: Settings, opts: StartOptions = {}): Promise<RunningGateway> {
+  // the catalog prices every call: a bad file stops the start, naming each bad entry
+  installCatalogFile(settings.GW_CATALOG_FILE);
   const logging = createLogging(settings.GW_LOG_LEVEL, opts.logDestination);
   const log = logging.log;
   const { uws, native } = loadUws(settings.GW_ALLOW_UWS_FALLBACK === '1');

@@ -34,6 +34,7 @@ export const SettingsSchema = Type.Object({
     Type.String({ pattern: '^[A-Za-z0-9+/]{43}=(,[A-Za-z0-9+/]{43}=)*$', description: 'comma-separated keys rotated out: still open stored secrets, which are resealed under GW_SECRETS_KEY at start' }),
   ),
   GW_BOOTSTRAP: Type.Optional(Type.String({ minLength: 1 })),
+  GW_CATALOG_FILE: Type.Optional(Type.String({ minLength: 1, description: 'JSON file of model prices that override or add to the shipped catalog (docs/operations.md, Model prices)' })),
   ...upstreamOverrideSettings(),
   GW_UPSTREAM_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 65536, default: 256, description: 'max sockets per upstream origin' }),
   GW_LOG_LEVEL: Type.Union(

@@ -1,4 +1,6 @@
 import { costUsd, pricedModel } from '../providers/catalog.js';
+import type { ProviderId } from '../providers/types.js';
+import { countedUsage } from '../providers/usage/streamed-text.js';
 import type { InspectorRing } from '../telemetry/ring.js';
 import type { Caller } from './auth.js';
 import type { RelayOutcome } from './relay.js';
@@ -6,21 +8,28 @@ import type { RelayOutcome } from './relay.js';
 export interface CallRecord {
   requestId: string;
   endpoint: string;
-  provider: string;
+  provider: ProviderId;
   model: string | undefined;
   caller: Caller;
   outcome: RelayOutcome;
   latencyMs: number;
+  /** the body sent upstream: a stream that reports no usage has its prompt counted from it */
+  requestBody: Buffer;
 }
 
 /**
  * Turns a finished call into its inspector row. Returns the cost caps settle
- * on, or undefined when the vendor billed a call whose usage the gateway never
- * saw (a stream without a usage event, a client gone before the reply): a cap
- * then keeps the call's whole reservation, never less than it may have cost.
+ * on. A stream that ended without reporting usage is charged for the tokens
+ * the gateway counted (its reply text, its request body) and its row says the
+ * usage is estimated. Undefined when the vendor billed a call of which the
+ * gateway saw nothing to count (a client gone before the reply): a cap then
+ * keeps the call's whole reservation, never less than it may have cost.
  */
 export function account(ring: InspectorRing, rec: CallRecord): number | undefined {
-  const cost = costUsd(pricedModel(rec.model, rec.outcome.usage), rec.outcome.usage);
+  const { outcome } = rec;
+  // the tokenizer runs here only, once, for a stream that ended without usage
+  const usage = outcome.usage ?? (outcome.streamedText && countedUsage(outcome.streamedText, rec.requestBody));
+  const cost = costUsd(pricedModel(rec.model, usage), usage, rec.provider);
   ring.push({
     request_id: rec.requestId,
     ts: new Date().toISOString(),
@@ -32,15 +41,16 @@ export function account(ring: InspectorRing, rec: CallRecord): number | undefine
     routed_model: rec.model ?? null,
     route_reason: null,
     cache: 'off',
-    tokens_in: rec.outcome.usage?.input_tokens ?? 0,
-    tokens_out: rec.outcome.usage?.output_tokens ?? 0,
+    tokens_in: usage?.input_tokens ?? 0,
+    tokens_out: usage?.output_tokens ?? 0,
     tokens_saved: 0,
     cost_usd: cost,
-    status: rec.outcome.status,
+    usage_estimated: outcome.usage === undefined && usage !== undefined,
+    status: outcome.status,
     latency_ms: Math.round(rec.latencyMs * 100) / 100,
     prompt_preview: '',
   });
-  const { status, usage } = rec.outcome;
-  const billedUnseen = rec.outcome.dispatched && usage === undefined && ((status >= 200 && status < 300) || status === 499);
+  const { status } = outcome;
+  const billedUnseen = outcome.dispatched && usage === undefined && ((status >= 200 && status < 300) || status === 499);
   return billedUnseen ? undefined : cost;
 }

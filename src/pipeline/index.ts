@@ -147,6 +147,7 @@ export class Pipeline {
       caller: plan.caller,
       outcome,
       latencyMs: req.stages.elapsedMs,
+      requestBody: request.body ?? plan.body,
     });
     metrics.recordUsage(plan.provider, outcome.usage, cost ?? 0);
     return cost;

@@ -2,7 +2,7 @@ import { GatewayError } from '../errors.js';
 import type { GatewayRequest, HeaderList, ResponseSink } from '../http/types.js';
 import type { ProviderAdapter } from '../providers/adapter.js';
 import { framingFor, type Framing } from '../providers/framing.js';
-import type { StreamUsageReader, UpstreamRequest, Usage } from '../providers/types.js';
+import type { StreamedTextSample, StreamUsageReader, UpstreamRequest, Usage } from '../providers/types.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { ReplyTransform, StreamTransform } from '../translate/types.js';
 import { failureKind, type Upstream, type UpstreamCall, type UpstreamSink } from '../upstream/client.js';
@@ -23,6 +23,8 @@ export interface RelayOutcome {
   /** false when the call never went upstream (the request was answered or abandoned first) */
   dispatched: boolean;
   streamed: boolean;
+  /** a stream that ended without usage: the reply text it carried, for the gateway's own count */
+  streamedText?: StreamedTextSample;
   /** set when the gateway, not the vendor, ended the exchange */
   error?: GatewayError;
 }
@@ -273,7 +275,8 @@ class RelayExchange implements UpstreamSink {
     clearTimeout(this.idle);
     clearTimeout(this.deadline);
     this.req.stages.end();
-    this.resolve({ status, usage, upstreamMs: this.upstreamMs, overheadMs: this.overheadMs, streamed: this.mode === 'stream', dispatched: this.dispatched, error });
+    const streamedText = usage === undefined ? this.reader?.streamedText() : undefined;
+    this.resolve({ status, usage, upstreamMs: this.upstreamMs, overheadMs: this.overheadMs, streamed: this.mode === 'stream', streamedText, dispatched: this.dispatched, error });
   }
 }
 

@@ -29,6 +29,8 @@ export const genvendorVertex: ProviderAdapter = {
     return {
       push: (chunk) => readers.forEach((r) => r.push(chunk)),
       usage: () => readers[0]?.usage() ?? readers[1]?.usage(),
+      // the reply is in one format: the reader that met its text
+      streamedText: () => [readers[0]?.streamedText(), readers[1]?.streamedText()].find((t) => t && t.chars > 0) ?? { text: '', chars: 0 },
     };
   },
 };

@@ -1,5 +1,3 @@
-import type { StreamUsageReader, Usage } from './types.js';
-
 const LF = 0x0a;
 /** usage events are small; an unfinished line longer than this is not carried between chunks */
 const MAX_LINE_BYTES = 256 * 1024;
@@ -53,19 +51,5 @@ export class SseScanner {
 
 /** `data:` at `at`, compared byte by byte (no string per line) */
 const isDataField = (b: Buffer, at: number): boolean => b[at] === 0x64 && b[at + 1] === 0x61 && b[at + 2] === 0x74 && b[at + 3] === 0x61 && b[at + 4] === 0x3a;
-
-/** An SSE usage reader from a function that pulls usage out of one parsed event. */
-export function sseUsageReader(markers: readonly string[], extract: (event: Record<string, unknown>, acc: Usage | undefined) => Usage | undefined): StreamUsageReader {
-  let usage: Usage | undefined;
-  const scanner = new SseScanner(markers, (payload) => {
-    try {
-      const event = JSON.parse(payload) as unknown;
-      if (typeof event === 'object' && event !== null) usage = extract(event as Record<string, unknown>, usage) ?? usage;
-    } catch {
-      // a payload that is not JSON carries no usage
-    }
-  });
-  return { push: (c) => scanner.push(c), usage: () => usage };
-}
 
 export const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);

@@ -3,9 +3,13 @@ export type ProviderId = 'openai' | 'cloudx' | 'msgvendor' | 'genvendor' | 'genv
 export const PROVIDER_IDS: readonly ProviderId[] = ['openai', 'cloudx', 'msgvendor', 'genvendor', 'genvendor_vertex', 'cloudy'];
 
 export interface Usage {
+  /** the whole prompt: plain, read from the vendor's cache, and written to it */
   input_tokens: number;
   output_tokens: number;
+  /** prompt tokens read from the vendor's prompt cache */
   cached_tokens: number;
+  /** prompt tokens written to the vendor's prompt cache (billed at the catalog's cache-write price) */
+  cache_write_tokens?: number;
   /** the model the reply says served it, where the format carries one (an Azure deployment's real model) */
   model?: string;
 }
@@ -19,10 +23,19 @@ export interface UpstreamRequest {
   body: Buffer | undefined;
 }
 
+/** The reply text of a stream as far as the gateway kept it: a bounded sample and the whole length. */
+export interface StreamedTextSample {
+  text: string;
+  /** characters of reply text the stream carried, kept or not */
+  chars: number;
+}
+
 /** Reads usage out of a streamed reply, one chunk at a time, without buffering it whole. */
 export interface StreamUsageReader {
   push(chunk: Buffer): void;
   usage(): Usage | undefined;
+  /** the reply text met so far (bounded), for counting a stream that ends without usage */
+  streamedText(): StreamedTextSample;
 }
 
 /** A credential for one provider, pass-through or stored. */

@@ -1,12 +1,18 @@
 /**
  * The metering store: spend consumption with reservations, and shared token
  * buckets for rate limits. Two implementations: embedded (exact within one
- * process) and Redis (atomic Lua scripts timed by Redis TIME, shared by every
- * replica). Amounts are USD.
+ * process, timed by the process clock) and Redis (atomic Lua scripts timed by
+ * Redis TIME, shared by every replica). Amounts are USD.
+ *
+ * The store's clock is the only clock of a spend-cap period: the store decides
+ * which period a call falls in, when that period resets, and when its record
+ * expires, so no two clocks ever have to agree about midnight.
  */
 
-/** One metering period of one org, e.g. `acme:day:2026-11-21`. */
-export type MeterBucket = string;
+export type CapPeriod = 'day' | 'month';
+
+/** One org's consumption for one kind of period, e.g. `acme:day`; the store keeps its current period only. */
+export type MeterAccount = string;
 
 export interface SpendFigures {
   /** real cost of finished calls this period */
@@ -15,20 +21,27 @@ export interface SpendFigures {
   reserved: number;
 }
 
-export interface ReserveResult extends SpendFigures {
+/** The figures of the period the store's clock is in. */
+export interface PeriodFigures extends SpendFigures {
+  /** the period's id: `2026-11-21` (day) or `2026-11` (month) */
+  period: string;
+  /** epoch ms at which the next period starts */
+  resetsAt: number;
+}
+
+export interface ReserveResult extends PeriodFigures {
   admitted: boolean;
 }
 
 export interface ReserveRequest {
-  bucket: MeterBucket;
+  account: MeterAccount;
+  kind: CapPeriod;
   /** unique per call */
   id: string;
   amount: number;
   cap: number;
   /** the reservation lapses this long after its last renewal (a crashed replica's calls) */
   leaseMs: number;
-  /** epoch ms after which the whole bucket may be forgotten (period end plus a margin) */
-  keepUntil: number;
 }
 
 export interface TokenGrant {
@@ -46,16 +59,36 @@ export interface TokenBucketSpec {
 
 export interface MeterStore {
   start(): Promise<void>;
-  /** atomically drops lapsed reservations, then holds `amount` if settled + reserved + amount ≤ cap */
+  /**
+   * atomically: starts the account afresh when the store's clock has entered a
+   * new period, drops lapsed reservations, then holds `amount` if
+   * settled + reserved + amount ≤ cap
+   */
   reserve(r: ReserveRequest): Promise<ReserveResult>;
-  /** ends a reservation (if it has not lapsed) and adds the real cost */
-  settle(bucket: MeterBucket, id: string, cost: number): Promise<void>;
+  /** ends a reservation (if it has not lapsed) and adds the real cost to its period, unless that period is over */
+  settle(account: MeterAccount, period: string, id: string, cost: number): Promise<void>;
   /** extends the leases of reservations still in flight */
-  renew(bucket: MeterBucket, ids: readonly string[], leaseMs: number): Promise<void>;
-  figures(bucket: MeterBucket): Promise<SpendFigures>;
+  renew(account: MeterAccount, ids: readonly string[], leaseMs: number): Promise<void>;
+  /** the current period's figures (zero when nothing was spent in it) */
+  figures(account: MeterAccount, kind: CapPeriod): Promise<PeriodFigures>;
   /** takes up to `want` tokens from the named shared bucket, refilled at spec.rate */
   take(name: string, want: number, spec: TokenBucketSpec): Promise<TokenGrant>;
   close(): Promise<void>;
+}
+
+const DAY_MS = 86_400_000;
+
+/** The UTC day or calendar month holding `now` (epoch ms); mirrored by meter-period.lua. */
+export function periodOf(now: number, kind: CapPeriod): { id: string; start: number; end: number } {
+  const d = new Date(now);
+  const y = d.getUTCFullYear();
+  const m = d.getUTCMonth();
+  if (kind === 'day') {
+    const start = Date.UTC(y, m, d.getUTCDate());
+    return { id: new Date(start).toISOString().slice(0, 10), start, end: start + DAY_MS };
+  }
+  const start = Date.UTC(y, m, 1);
+  return { id: new Date(start).toISOString().slice(0, 7), start, end: Date.UTC(y, m + 1, 1) };
 }
 
 /**

@@ -14,6 +14,8 @@ export interface InspectorRow {
   tokens_out: number;
   tokens_saved: number;
   cost_usd: number;
+  /** the reply reported no usage: tokens and cost are the gateway's own count (a stream without a usage event) */
+  usage_estimated: boolean;
   status: number;
   latency_ms: number;
   prompt_preview: string;

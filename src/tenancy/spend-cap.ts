@@ -5,12 +5,12 @@ import type { RelayPlan } from '../pipeline/index.js';
 import { ADMITTED, type Admission, type PolicyStage } from '../pipeline/policy.js';
 import { costUsd, lookupModel, priciestModel } from '../providers/catalog.js';
 import type { ProviderId } from '../providers/types.js';
-import type { MeterBucket, MeterStore } from '../stores/meter.js';
+import type { CapPeriod, MeterAccount, MeterStore } from '../stores/meter.js';
 import type { DocStore } from '../stores/types.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 
-export type CapPeriod = 'day' | 'month';
+export type { CapPeriod } from '../stores/meter.js';
 
 /** The cap as stored in the `org_policy` collection under `spend_cap:<org_id>`. */
 export interface SpendCapConfig {
@@ -32,15 +32,11 @@ export interface SpendCapOptions {
   meter: MeterStore;
   metrics: Metrics;
   log: Logger;
-  /** epoch ms; tests move it across a period boundary */
-  clock?: () => number;
   /** a reservation not renewed for this long lapses (its replica is gone) */
   leaseMs?: number;
 }
 
 const DEFAULT_LEASE_MS = 60_000;
-/** finished periods stay readable this long past their end */
-const KEEP_AFTER_END_MS = 86_400_000;
 
 /** USD to 9 decimals (a nano-dollar): no float noise in bodies, no exponent notation in headers */
 const roundUsd = (x: number): number => Math.round(x * 1e9) / 1e9;
@@ -48,18 +44,8 @@ const usdText = (x: number): string => roundUsd(x).toFixed(9).replace(/\.?0+$/, 
 
 export const capDocId = (orgId: string): string => `spend_cap:${orgId}`;
 
-/** The UTC day or calendar month holding `now`. */
-export function periodOf(now: number, period: CapPeriod): { id: string; start: number; end: number } {
-  const d = new Date(now);
-  const y = d.getUTCFullYear();
-  const m = d.getUTCMonth();
-  if (period === 'day') {
-    const start = Date.UTC(y, m, d.getUTCDate());
-    return { id: new Date(start).toISOString().slice(0, 10), start, end: start + 86_400_000 };
-  }
-  const start = Date.UTC(y, m, 1);
-  return { id: new Date(start).toISOString().slice(0, 7), start, end: Date.UTC(y, m + 1, 1) };
-}
+/** the metering account of an org's cap: one per period kind, so changing the kind starts another count */
+const accountOf = (orgId: string, period: CapPeriod): MeterAccount => `${orgId}:${period}`;
 
 /** Where each surface's body names its output limit and how many choices it asks for. */
 const OUTPUT_LIMIT_PATHS = [['max_tokens'], ['max_completion_tokens'], ['max_output_tokens'], ['generationConfig', 'maxOutputTokens'], ['inferenceConfig', 'maxTokens']];
@@ -84,6 +70,7 @@ const largestAt = (doc: unknown, paths: readonly string[][]): number | undefined
  *   tokenizers in use (byte-level BPE, SentencePiece with byte fallback) never
  *   make a token of less than one byte, and no call reads past its window, so
  *   neither dense text (base64, CJK) nor a large image can exceed it.
+ *   Priced as a prompt-cache write where that costs more than plain input.
  * - output: the limit the body sets where its surface sets it, times the
  *   choices it asks for (`n`, `candidateCount`), at most the model's own
  *   limit; the model's own limit when the body sets none.
@@ -104,23 +91,24 @@ export function worstCaseUsd(model: string | undefined, body: Buffer, provider: 
   const choices = largestAt(doc, CHOICE_PATHS) ?? 1;
   const perChoice = asked === undefined ? entry.max_output_tokens : Math.min(asked, entry.max_output_tokens || asked);
   const input = Math.min(body.length, entry.context_window);
-  return costUsd(entry.id, { input_tokens: input, output_tokens: Math.ceil(perChoice * choices), cached_tokens: 0 });
+  // a prompt written to the vendor's cache may cost more than plain input (Anthropic: 1.25×)
+  const written = entry.price.cache_write > entry.price.input ? input : 0;
+  return costUsd(entry.id, { input_tokens: input, output_tokens: Math.ceil(perChoice * choices), cached_tokens: 0, cache_write_tokens: written }, provider);
 }
 
 /**
  * Real-time spend caps. The cap is configuration (DocStore, mirrored in every
  * replica, so an uncapped org costs no store call); consumption and in-flight
- * reservations live in the metering store shared by every replica.
+ * reservations live in the metering store shared by every replica, whose clock
+ * alone decides the period (its id, its reset time, when its record expires).
  */
 export class SpendCaps {
-  private readonly clock: () => number;
   private readonly leaseMs: number;
   /** reservations in flight on this replica, renewed so they outlive slow streams but not a crash */
-  private readonly inFlight = new Map<MeterBucket, Set<string>>();
+  private readonly inFlight = new Map<MeterAccount, Set<string>>();
   private renewTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: SpendCapOptions) {
-    this.clock = opts.clock ?? Date.now;
     this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
   }
 
@@ -132,15 +120,14 @@ export class SpendCaps {
   async status(orgId: string): Promise<SpendCapStatus | null> {
     const cap = this.config(orgId);
     if (!cap) return null;
-    const period = periodOf(this.clock(), cap.period);
-    let settled: number;
+    let figures;
     try {
-      settled = (await this.opts.meter.figures(this.bucket(orgId, cap.period, period.id))).settled;
+      figures = await this.opts.meter.figures(accountOf(orgId, cap.period), cap.period);
     } catch (err) {
       this.opts.metrics.spendCapStoreFailures.inc({ op: 'read' });
       throw new GatewayError('store_timeout', 'the metering store did not answer', { cause: err });
     }
-    return { cap_usd: cap.cap_usd, period: cap.period, consumed_usd: roundUsd(settled), resets_at: new Date(period.end).toISOString() };
+    return { cap_usd: cap.cap_usd, period: cap.period, consumed_usd: roundUsd(figures.settled), resets_at: new Date(figures.resetsAt).toISOString() };
   }
 
   /** Sets (or with null removes) the cap; an omitted period keeps the current one, else `month`. */
@@ -149,7 +136,7 @@ export class SpendCaps {
       await this.opts.docs.delete('org_policy', capDocId(orgId));
       return null;
     }
-    const doc: SpendCapConfig = { cap_usd: capUsd, period: period ?? this.config(orgId)?.period ?? 'month', updated_at: new Date(this.clock()).toISOString() };
+    const doc: SpendCapConfig = { cap_usd: capUsd, period: period ?? this.config(orgId)?.period ?? 'month', updated_at: new Date().toISOString() };
     await this.opts.docs.put('org_policy', capDocId(orgId), doc);
     return this.status(orgId);
   }
@@ -164,10 +151,6 @@ export class SpendCaps {
     this.renewTimer = undefined;
   }
 
-  private bucket(orgId: string, period: CapPeriod, id: string): MeterBucket {
-    return `${orgId}:${period}:${id}`;
-  }
-
   /** uncapped tenants and costless calls are admitted at once, with no store call */
   private admit(plan: RelayPlan): Admission | Promise<Admission> {
     const cap = this.config(plan.caller.org.org_id);
@@ -177,26 +160,26 @@ export class SpendCaps {
 
   private async reserve(plan: RelayPlan, cap: SpendCapConfig): Promise<Admission> {
     const orgId = plan.caller.org.org_id;
-    const period = periodOf(this.clock(), cap.period);
-    const bucket = this.bucket(orgId, cap.period, period.id);
+    const account = accountOf(orgId, cap.period);
     const id = randomUUID();
     const amount = worstCaseUsd(plan.model, plan.body, plan.provider);
     let result;
     try {
-      result = await this.opts.meter.reserve({ bucket, id, amount, cap: cap.cap_usd, leaseMs: this.leaseMs, keepUntil: period.end + KEEP_AFTER_END_MS });
+      result = await this.opts.meter.reserve({ account, kind: cap.period, id, amount, cap: cap.cap_usd, leaseMs: this.leaseMs });
     } catch (err) {
       // fail-open: our own metering never turns a call into an error
       this.opts.metrics.spendCapStoreFailures.inc({ op: 'reserve' });
       this.opts.log.warn({ err: String(err), org_id: orgId }, 'spend cap: metering store unreachable; relaying unmetered');
       return ADMITTED;
     }
-    if (!result.admitted) throw this.exhausted(cap, result.settled, result.reserved, amount, period.end);
-    this.track(bucket, id);
+    if (!result.admitted) throw this.exhausted(cap, result.settled, result.reserved, amount, result.resetsAt);
+    const { period } = result;
+    this.track(account, id);
     return {
       // an unknown cost (billed, usage unseen) keeps the whole reservation
       settle: (cost) => {
-        this.untrack(bucket, id);
-        this.opts.meter.settle(bucket, id, cost ?? amount).catch((err: unknown) => {
+        this.untrack(account, id);
+        this.opts.meter.settle(account, period, id, cost ?? amount).catch((err: unknown) => {
           this.opts.metrics.spendCapStoreFailures.inc({ op: 'settle' });
           this.opts.log.warn({ err: String(err), org_id: orgId, cost_usd: cost }, 'spend cap: settlement lost; the reservation lapses with its lease');
         });
@@ -216,9 +199,9 @@ export class SpendCaps {
     });
   }
 
-  private track(bucket: MeterBucket, id: string): void {
-    let ids = this.inFlight.get(bucket);
-    if (!ids) this.inFlight.set(bucket, (ids = new Set()));
+  private track(account: MeterAccount, id: string): void {
+    let ids = this.inFlight.get(account);
+    if (!ids) this.inFlight.set(account, (ids = new Set()));
     ids.add(id);
     if (!this.renewTimer) {
       this.renewTimer = setInterval(() => this.renewAll(), Math.max(10, Math.floor(this.leaseMs / 3)));
@@ -226,16 +209,16 @@ export class SpendCaps {
     }
   }
 
-  private untrack(bucket: MeterBucket, id: string): void {
-    const ids = this.inFlight.get(bucket);
+  private untrack(account: MeterAccount, id: string): void {
+    const ids = this.inFlight.get(account);
     if (!ids) return;
     ids.delete(id);
-    if (ids.size === 0) this.inFlight.delete(bucket);
+    if (ids.size === 0) this.inFlight.delete(account);
   }
 
   private renewAll(): void {
-    for (const [bucket, ids] of this.inFlight) {
-      this.opts.meter.renew(bucket, [...ids], this.leaseMs).catch(() => this.opts.metrics.spendCapStoreFailures.inc({ op: 'renew' }));
+    for (const [account, ids] of this.inFlight) {
+      this.opts.meter.renew(account, [...ids], this.leaseMs).catch(() => this.opts.metrics.spendCapStoreFailures.inc({ op: 'renew' }));
     }
   }
 }

@@ -1,14 +1,17 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import type { RelayPlan } from '../../src/pipeline/index.js';
-import { costUsd } from '../../src/providers/catalog.js';
+import { countTokens } from 'gpt-tokenizer';
+import { costUsd, priciestModel } from '../../src/providers/catalog.js';
 import { EmbeddedDocStore } from '../../src/stores/embedded/doc-store.js';
 import { EmbeddedMeterStore } from '../../src/stores/embedded/meter-store.js';
-import type { MeterStore } from '../../src/stores/meter.js';
+import { periodOf, type MeterStore } from '../../src/stores/meter.js';
 import { RedisMeterStore } from '../../src/stores/redis/meter-store.js';
+import { Redis } from 'ioredis';
 import { redisKeys } from '../../src/stores/redis/prefixes.js';
 import { createLogger } from '../../src/telemetry/log.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
@@ -19,7 +22,6 @@ import { REDIS_URL, SECRETS_KEY, devKeySecret, dropRedisPrefix, newRedisPrefix, 
 import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-const HOUR = 3_600_000;
 
 /** The same suite over both metering stores. */
 const STORES: Array<{ name: string; open(): Promise<{ meter: MeterStore; drop(): Promise<void> }> }> = [
@@ -47,11 +49,11 @@ for (const kind of STORES) {
       await meter.close();
       await drop();
     });
-    const reserve = (bucket: string, id: string, amount: number, cap = 1, leaseMs = 60_000) =>
-      meter.reserve({ bucket, id, amount, cap, leaseMs, keepUntil: Date.now() + HOUR });
+    const reserve = (account: string, id: string, amount: number, cap = 1, leaseMs = 60_000) => meter.reserve({ account, kind: 'day', id, amount, cap, leaseMs });
 
     it('admits reservations up to the cap and refuses the one that would breach it', async () => {
-      assert.deepEqual(await reserve('b1', 'a', 0.6), { admitted: true, settled: 0, reserved: 0.6 });
+      const first = await reserve('b1', 'a', 0.6);
+      assert.deepEqual([first.admitted, first.settled, first.reserved], [true, 0, 0.6]);
       const refused = await reserve('b1', 'b', 0.5);
       assert.equal(refused.admitted, false);
       assert.equal(refused.reserved, 0.6);
@@ -59,9 +61,11 @@ for (const kind of STORES) {
     });
 
     it('settles to the real cost and frees the rest of the reservation', async () => {
-      assert.equal((await reserve('b2', 'a', 0.9)).admitted, true);
-      await meter.settle('b2', 'a', 0.25);
-      assert.deepEqual(await meter.figures('b2'), { settled: 0.25, reserved: 0 });
+      const r = await reserve('b2', 'a', 0.9);
+      assert.equal(r.admitted, true);
+      await meter.settle('b2', r.period, 'a', 0.25);
+      const f = await meter.figures('b2', 'day');
+      assert.deepEqual([f.settled, f.reserved], [0.25, 0]);
       assert.equal((await reserve('b2', 'b', 0.75)).admitted, true);
       assert.equal((await reserve('b2', 'c', 0.01)).admitted, false);
     });
@@ -98,37 +102,109 @@ for (const kind of STORES) {
 }
 
 /** The fake's reply usage (12 prompt tokens, 2 of them cached, 5 completion) at gpt-4o prices. */
-const REPLY_COST = costUsd('gpt-4o', { input_tokens: 12, output_tokens: 5, cached_tokens: 2 });
+const REPLY_COST = costUsd('gpt-4o', { input_tokens: 12, output_tokens: 5, cached_tokens: 2 }, 'openai');
 
-for (const kind of STORES) {
-  describe(`spend cap period reset (${kind.name})`, () => {
-    it('a new UTC day starts from zero and admits again', async () => {
-      const { meter, drop } = await kind.open();
-      const clock = { now: Date.parse('2026-11-21T23:59:00Z') };
-      const caps = new SpendCaps({ docs: new EmbeddedDocStore(), meter, metrics: createMetrics(), log: createLogger('silent'), clock: () => clock.now });
-      try {
-        await caps.setCap('acme', 0.5, 'day');
-        const body = Buffer.from(JSON.stringify({ model: 'gpt-4o', max_tokens: 20_000 }));
-        const plan = { caller: { org: { org_id: 'acme' } }, model: 'gpt-4o', body } as unknown as RelayPlan;
-        const stage = caps.stage();
-        const first = await stage.admit({} as never, plan);
-        first.settle(0.4);
-        const settled = await eventually(() => caps.status('acme'), (s) => s?.consumed_usd === 0.4);
-        assert.deepEqual(settled, { cap_usd: 0.5, period: 'day', consumed_usd: 0.4, resets_at: '2026-11-22T00:00:00.000Z' });
-        await assert.rejects(async () => stage.admit({} as never, plan), { type: 'budget_exhausted', status: 402 });
-        // token counting costs nothing: an exhausted cap never refuses it
-        (await stage.admit({} as never, { ...plan, costless: true } as RelayPlan)).settle(0);
-        clock.now = Date.parse('2026-11-22T00:00:01Z');
-        assert.deepEqual(await caps.status('acme'), { cap_usd: 0.5, period: 'day', consumed_usd: 0, resets_at: '2026-11-23T00:00:00.000Z' });
-        (await stage.admit({} as never, plan)).settle(0);
-      } finally {
-        caps.close();
-        await meter.close();
-        await drop();
-      }
-    });
+const DAY_BODY = Buffer.from(JSON.stringify({ model: 'gpt-4o', max_tokens: 20_000 }));
+const capPlan = (org: string, extra: Partial<RelayPlan> = {}) => ({ caller: { org: { org_id: org } }, model: 'gpt-4o', body: DAY_BODY, ...extra }) as unknown as RelayPlan;
+const newCaps = (meter: MeterStore) => new SpendCaps({ docs: new EmbeddedDocStore(), meter, metrics: createMetrics(), log: createLogger('silent') });
+
+describe('spend cap period reset: the embedded store\'s clock alone decides the period', () => {
+  it('a new UTC day starts from zero and admits again', async () => {
+    // the store's own clock, moved by the test: nothing here reads today's date
+    const clock = { now: Date.parse('2026-11-21T23:59:00Z') };
+    const meter = new EmbeddedMeterStore(() => clock.now);
+    const caps = newCaps(meter);
+    try {
+      await caps.setCap('acme', 0.5, 'day');
+      const stage = caps.stage();
+      const first = await stage.admit({} as never, capPlan('acme'));
+      first.settle(0.4);
+      const settled = await eventually(() => caps.status('acme'), (s) => s?.consumed_usd === 0.4);
+      assert.deepEqual(settled, { cap_usd: 0.5, period: 'day', consumed_usd: 0.4, resets_at: '2026-11-22T00:00:00.000Z' });
+      await assert.rejects(async () => stage.admit({} as never, capPlan('acme')), { type: 'budget_exhausted', status: 402 });
+      // token counting costs nothing: an exhausted cap never refuses it
+      (await stage.admit({} as never, capPlan('acme', { costless: true }))).settle(0);
+      clock.now = Date.parse('2026-11-22T00:00:01Z');
+      assert.deepEqual(await caps.status('acme'), { cap_usd: 0.5, period: 'day', consumed_usd: 0, resets_at: '2026-11-23T00:00:00.000Z' });
+      (await stage.admit({} as never, capPlan('acme'))).settle(0);
+    } finally {
+      caps.close();
+    }
   });
-}
+
+  it('a call reserved before midnight and settled after it does not count in the new day', async () => {
+    const clock = { now: Date.parse('2026-01-31T23:59:59Z') };
+    const caps = newCaps(new EmbeddedMeterStore(() => clock.now));
+    try {
+      await caps.setCap('acme', 0.5, 'month');
+      const straddling = await caps.stage().admit({} as never, capPlan('acme'));
+      clock.now = Date.parse('2026-02-01T00:00:01Z');
+      straddling.settle(0.3);
+      assert.deepEqual(await caps.status('acme'), { cap_usd: 0.5, period: 'month', consumed_usd: 0, resets_at: '2026-03-01T00:00:00.000Z' });
+    } finally {
+      caps.close();
+    }
+  });
+});
+
+describe('spend cap period reset: Redis TIME alone decides the period', () => {
+  const prefix = newRedisPrefix();
+  const keys = redisKeys(prefix);
+  const redis = new Redis(REDIS_URL);
+  let meter: RedisMeterStore;
+  before(async () => {
+    meter = new RedisMeterStore(REDIS_URL, keys);
+    await meter.start();
+  });
+  after(async () => {
+    await meter.close();
+    redis.disconnect();
+    await dropRedisPrefix(prefix);
+  });
+  const redisNow = async () => {
+    const [s, us] = await redis.time();
+    return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+  };
+
+  it('a new UTC day starts from zero and admits again', async () => {
+    const caps = newCaps(meter);
+    try {
+      await caps.setCap('acme', 0.5, 'day');
+      const before = await redisNow();
+      const first = await caps.stage().admit({} as never, capPlan('acme'));
+      first.settle(0.4);
+      const settled = await eventually(() => caps.status('acme'), (s) => s?.consumed_usd === 0.4);
+      const afterwards = await redisNow();
+      // the period and its reset come from Redis TIME (either side of a midnight the test might straddle)
+      const ends = [periodOf(before, 'day').end, periodOf(afterwards, 'day').end].map((t) => new Date(t).toISOString());
+      assert.ok(ends.includes(settled?.resets_at ?? ''), `resets_at ${settled?.resets_at} not from Redis TIME (${ends.join(', ')})`);
+      // the record expires when its period ends, by the same clock
+      const spendKey = keys.meterSpend('acme:day');
+      assert.equal(new Date(Number(await redis.call('PEXPIRETIME', spendKey))).toISOString(), settled?.resets_at);
+      await assert.rejects(async () => caps.stage().admit({} as never, capPlan('acme')), { type: 'budget_exhausted', status: 402 });
+      // Redis's clock passes midnight: the record now holds a period Redis TIME has left
+      await redis.hset(spendKey, 'period', periodOf(before - 86_400_000, 'day').id);
+      const next = await caps.status('acme');
+      assert.equal(next?.consumed_usd, 0);
+      (await caps.stage().admit({} as never, capPlan('acme'))).settle(0);
+    } finally {
+      caps.close();
+    }
+  });
+
+  it('computes period ids and ends in Lua exactly as periodOf does', async () => {
+    const script = `${readFileSync(new URL('../../src/stores/redis/meter-period.lua', import.meta.url), 'utf8')}\nlocal id, ends = period_of(tonumber(ARGV[1]), ARGV[2])\nreturn {id, ends}`;
+    const instants = ['1970-01-01T00:00:00Z', '1999-12-31T23:59:59.999Z', '2000-02-29T12:00:00Z', '2026-11-21T23:59:00Z', '2026-11-22T00:00:00Z', '2026-12-31T23:59:59.999Z', '2028-02-29T00:00:00Z', '2100-02-28T23:00:00Z', '2100-03-01T00:00:00Z'];
+    for (const at of instants) {
+      for (const kind of ['day', 'month'] as const) {
+        const ms = Date.parse(at);
+        const [id, ends] = (await redis.eval(script, 0, String(ms), kind)) as [string, number];
+        const want = periodOf(ms, kind);
+        assert.deepEqual({ id, ends }, { id: want.id, ends: want.end }, `${kind} of ${at}`);
+      }
+    }
+  });
+});
 
 /** A fake OpenAI answering after `hold.ms`, so concurrent calls are all in flight at once. */
 /** an Azure-style deployment name: the reply names the catalog model that served it */
@@ -148,7 +224,7 @@ async function startHeldOpenAI(hold: { ms: number }): Promise<FakeVendor> {
   });
 }
 
-const ORGS = ['capped', 'settle', 'burst', 'unseen', 'deploy'] as const;
+const ORGS = ['capped', 'settle', 'burst', 'unseen', 'deploy', 'finetune'] as const;
 const key = (org: string) => devKeySecret(`spend-${org}`);
 const BOOTSTRAP: Bootstrap = {
   // a high request rate so the rate limit never interferes with the spend figures
@@ -196,7 +272,8 @@ for (const mode of ['embedded', 'redis'] as const) {
       assert.equal(set.spend_cap.cap_usd, 0.001);
       assert.equal(set.spend_cap.period, 'day');
       assert.equal(set.spend_cap.consumed_usd, 0);
-      assert.equal(set.spend_cap.resets_at, new Date(Math.ceil((Date.now() + 1) / 86_400_000) * 86_400_000).toISOString());
+      // the store's clock decides which midnight (Redis TIME in redis mode): only the shape is the test's to know
+      assert.match(set.spend_cap.resets_at ?? '', /^\d{4}-\d\d-\d\dT00:00:00\.000Z$/);
       assert.equal((await setCap(gw, 'capped', 0.001)).spend_cap.period, 'day', 'an omitted period keeps the current one');
     });
 
@@ -234,16 +311,30 @@ for (const mode of ['embedded', 'redis'] as const) {
       assert.equal(got.spend_cap.consumed_usd, want);
     });
 
-    it('a billed call whose usage never shows (a stream without a usage event) keeps its whole reservation', async () => {
+    it('a stream without a usage event is charged for the tokens the gateway counted, not its worst case', async () => {
       await setCap(gw, 'unseen', 100);
-      const body = { model: 'gpt-4o', max_tokens: 50, stream: true as const, messages: [{ role: 'user' as const, content: 'hi' }] };
+      // no max_tokens: the worst case reserves the model's whole output ($0.16 at gpt-4o prices)
+      const body = { model: 'gpt-4o', stream: true as const, messages: [{ role: 'user' as const, content: 'hi' }] };
       const stream = await client('unseen').chat.completions.create(body);
       for await (const _ of stream) {
         // drain
       }
-      const want = Math.round(worstCaseUsd('gpt-4o', Buffer.from(JSON.stringify(body)), 'openai') * 1e9) / 1e9;
+      // the fake streams the one word `hi`; the prompt is counted from the body sent upstream
+      // (the SDK serializes the same fields in the same order)
+      const counted = { input_tokens: countTokens(JSON.stringify(body)), output_tokens: countTokens('hi'), cached_tokens: 0 };
+      const want = Math.round(costUsd('gpt-4o', counted, 'openai') * 1e9) / 1e9;
       const got = await eventually(() => setCap(gw, 'unseen', 100), (r) => r.spend_cap.consumed_usd > 0);
-      // the SDK serializes the same fields in the same order, so the reservation matches this body's
+      assert.equal(got.spend_cap.consumed_usd, want);
+      assert.ok(want < worstCaseUsd('gpt-4o', Buffer.from(JSON.stringify(body)), 'openai') / 10, 'not the worst case');
+    });
+
+    it('settles a fine-tune the catalog does not know at its provider\'s priciest model, never $0', async () => {
+      await setCap(gw, 'finetune', 100);
+      const model = 'ft:gpt-4o-mini:org:x:id';
+      await client('finetune').chat.completions.create({ model, max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] });
+      const want = Math.round(costUsd(priciestModel('openai').id, { input_tokens: 12, output_tokens: 5, cached_tokens: 2 }, 'openai') * 1e9) / 1e9;
+      const got = await eventually(() => setCap(gw, 'finetune', 100), (r) => r.spend_cap.consumed_usd > 0);
+      assert.ok(want > 0);
       assert.equal(got.spend_cap.consumed_usd, want);
     });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CATALOG, costUsd, lookupModel } from '../../src/providers/catalog.js';
+import { CATALOG, costUsd, lookupModel, priciestModel } from '../../src/providers/catalog.js';
 import { PROVIDER_IDS } from '../../src/providers/types.js';
 
 describe('model catalog', () => {
@@ -31,14 +31,34 @@ describe('model catalog', () => {
 
   it('prices usage per million tokens, cached input at its own rate', () => {
     // gpt-4o: input 2.5, cached 1.25, output 10 USD per million
-    const cost = costUsd('gpt-4o', { input_tokens: 12, cached_tokens: 2, output_tokens: 5 });
+    const cost = costUsd('gpt-4o', { input_tokens: 12, cached_tokens: 2, output_tokens: 5 }, 'openai');
     assert.ok(Math.abs(cost - (10 * 2.5 + 2 * 1.25 + 5 * 10) / 1e6) < 1e-15, String(cost));
-    assert.equal(costUsd('gpt-4o-2024-08-06', { input_tokens: 1_000_000, cached_tokens: 0, output_tokens: 0 }), 2.5);
+    assert.equal(costUsd('gpt-4o-2024-08-06', { input_tokens: 1_000_000, cached_tokens: 0, output_tokens: 0 }, 'openai'), 2.5);
   });
 
-  it('costs nothing for an unknown model or missing usage, and never goes negative', () => {
-    assert.equal(costUsd('mystery', { input_tokens: 10, cached_tokens: 0, output_tokens: 10 }), 0);
-    assert.equal(costUsd('gpt-4o', undefined), 0);
-    assert.ok(costUsd('gpt-4o', { input_tokens: 1, cached_tokens: 5, output_tokens: 0 }) >= 0);
+  it('costs nothing without usage, and never goes negative', () => {
+    assert.equal(costUsd('gpt-4o', undefined, 'openai'), 0);
+    assert.ok(costUsd('gpt-4o', { input_tokens: 1, cached_tokens: 5, output_tokens: 0 }, 'openai') >= 0);
+  });
+
+  it('an unknown model (a fine-tune) is settled at its provider\'s priciest known model, never $0', () => {
+    const usage = { input_tokens: 1000, cached_tokens: 0, output_tokens: 1000 };
+    const fineTune = costUsd('ft:gpt-4o-mini:org:x:id', usage, 'openai');
+    const priciest = priciestModel('openai');
+    assert.equal(priciest.provider, 'openai');
+    assert.ok(fineTune > 0);
+    assert.equal(fineTune, costUsd(priciest.id, usage, 'openai'));
+    assert.equal(costUsd('prod-deployment', usage, 'cloudx'), fineTune, 'an Azure deployment is priced by the OpenAI models it hosts');
+  });
+
+  it('prompt-cache writes are priced at the cache-write price, reads at the cached-input price', () => {
+    // claude-sonnet-4-5: input 3, cache write 3.75 (1.25×), cache read 0.3, output 15 USD per million
+    const usage = { input_tokens: 1000 + 2000 + 4000, cached_tokens: 2000, cache_write_tokens: 4000, output_tokens: 100 };
+    const want = (1000 * 3 + 2000 * 0.3 + 4000 * 3.75 + 100 * 15) / 1e6;
+    assert.ok(Math.abs(costUsd('claude-sonnet-4-5', usage, 'msgvendor') - want) < 1e-12);
+    assert.ok(Math.abs(costUsd('anthropic.claude-sonnet-4-5-20250929-v1:0', usage, 'cloudy') - want) < 1e-12, 'Bedrock bills Claude cache writes the same way');
+    // OpenAI does not bill cache writes apart: a write costs plain input
+    const gpt = { input_tokens: 1000, cached_tokens: 0, cache_write_tokens: 1000, output_tokens: 0 };
+    assert.equal(costUsd('gpt-4o', gpt, 'openai'), costUsd('gpt-4o', { ...gpt, cache_write_tokens: 0 }, 'openai'));
   });
 });

@@ -8,12 +8,12 @@ import { converseStreamFrames } from '../fakes/bedrock.js';
 
 const STREAM = Buffer.concat(converseStreamFrames());
 // the fake stream reports inputTokens 12 and cacheReadInputTokens 3: a 15-token prompt
-const EXPECTED = { input_tokens: 15, output_tokens: 6, cached_tokens: 3 };
+const EXPECTED = { input_tokens: 15, output_tokens: 6, cached_tokens: 3, cache_write_tokens: 0 };
 
 describe('converse usage', () => {
   it('reads usage of a Converse reply', () => {
     // inputTokens excludes cache reads and writes: the prompt is the sum, so cached tokens are never subtracted from the uncached part
-    assert.deepEqual(converseUsage({ usage: { inputTokens: 7, outputTokens: 2, totalTokens: 13, cacheReadInputTokens: 4, cacheWriteInputTokens: 2 } }), { input_tokens: 13, output_tokens: 2, cached_tokens: 4 });
+    assert.deepEqual(converseUsage({ usage: { inputTokens: 7, outputTokens: 2, totalTokens: 13, cacheReadInputTokens: 4, cacheWriteInputTokens: 2 } }), { input_tokens: 13, output_tokens: 2, cached_tokens: 4, cache_write_tokens: 2 });
     assert.equal(converseUsage({ output: {} }), undefined);
   });
 

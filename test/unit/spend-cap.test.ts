@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { costUsd } from '../../src/providers/catalog.js';
 import { encode } from 'gpt-tokenizer';
-import { periodOf, worstCaseUsd } from '../../src/tenancy/spend-cap.js';
+import { periodOf } from '../../src/stores/meter.js';
+import { worstCaseUsd } from '../../src/tenancy/spend-cap.js';
 
 const body = (v: unknown) => Buffer.from(JSON.stringify(v));
 
@@ -23,7 +24,7 @@ describe('spend-cap periods', () => {
 });
 
 describe('worst-case cost of a call: an upper bound of what it can cost', () => {
-  const at = (model: string, input: number, output: number) => costUsd(model, { input_tokens: input, output_tokens: output, cached_tokens: 0 });
+  const at = (model: string, input: number, output: number) => costUsd(model, { input_tokens: input, output_tokens: output, cached_tokens: 0 }, 'openai');
 
   it('counts every body byte as a prompt token, plus the requested output', () => {
     const b = body({ model: 'gpt-4o', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
@@ -69,6 +70,13 @@ describe('worst-case cost of a call: an upper bound of what it can cost', () => 
     const deployment = worstCaseUsd('prod-chat', b, 'cloudx');
     assert.ok(deployment > 0);
     assert.ok(deployment >= worstCaseUsd('gpt-4o', b, 'openai'));
+  });
+
+  it('prices the prompt as a cache write where that costs more (Anthropic), so a settled call never exceeds its reservation', () => {
+    const b = body({ model: 'claude-sonnet-4-5', max_tokens: 10, messages: [] });
+    const allWritten = costUsd('claude-sonnet-4-5', { input_tokens: b.length, cached_tokens: 0, cache_write_tokens: b.length, output_tokens: 10 }, 'msgvendor');
+    assert.equal(worstCaseUsd('claude-sonnet-4-5', b, 'msgvendor'), allWritten);
+    assert.ok(allWritten > at('claude-sonnet-4-5', b.length, 10));
   });
 
   it('a body that is not JSON still reserves the model\'s whole output', () => {

@@ -1,5 +1,6 @@
-import { num, sseUsageReader } from '../sse.js';
+import { num } from '../sse.js';
 import type { StreamUsageReader, Usage } from '../types.js';
+import { field, list, prop, sseUsageReader } from './sse-reader.js';
 
 /** `usageMetadata` of a GenerateContentResponse (thinking tokens are billed as output). */
 export function generateContentUsage(reply: unknown): Usage | undefined {
@@ -13,5 +14,19 @@ export function generateContentUsage(reply: unknown): Usage | undefined {
   };
 }
 
-/** every streamed chunk carries cumulative usageMetadata; the last one wins */
-export const generateContentStreamUsage = (): StreamUsageReader => sseUsageReader(['"usageMetadata"'], (event) => generateContentUsage(event));
+/** every streamed chunk carries cumulative usageMetadata; the last one wins. Reply text: each candidate's parts (thoughts too, billed as output) */
+export const generateContentStreamUsage = (): StreamUsageReader =>
+  sseUsageReader({
+    usageMarkers: ['"usageMetadata"'],
+    usage: (event) => generateContentUsage(event),
+    textMarkers: ['"text"', '"functionCall"'],
+    text: (event, out) => {
+      for (const candidate of list(event, 'candidates')) {
+        for (const part of list(field(candidate, 'content'), 'parts')) {
+          out.add(prop(part, 'text'));
+          const call = field(part, 'functionCall');
+          if (call) out.add(JSON.stringify(call['args'] ?? {}));
+        }
+      }
+    },
+  });

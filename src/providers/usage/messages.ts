@@ -1,5 +1,6 @@
-import { num, sseUsageReader } from '../sse.js';
+import { num } from '../sse.js';
 import type { StreamUsageReader, Usage } from '../types.js';
+import { field, sseUsageReader } from './sse-reader.js';
 
 /**
  * Usage in the messages wire format: `usage` on a reply; in a stream,
@@ -11,20 +12,39 @@ export function messagesUsage(reply: unknown): Usage | undefined {
   const u = (r['usage'] ?? (r['message'] as Record<string, unknown> | undefined)?.['usage']) as Record<string, unknown> | undefined;
   if (!u) return undefined;
   const cached = num(u['cache_read_input_tokens']);
+  const written = num(u['cache_creation_input_tokens']);
   return {
-    input_tokens: num(u['input_tokens']) + cached + num(u['cache_creation_input_tokens']),
+    input_tokens: num(u['input_tokens']) + cached + written,
     output_tokens: num(u['output_tokens']),
     cached_tokens: cached,
+    cache_write_tokens: written,
   };
 }
 
+/** `content_block_delta` text: reply text, thinking, tool-input JSON */
+const DELTA_TEXT_FIELDS = ['text', 'thinking', 'partial_json'];
+
 export const messagesStreamUsage = (): StreamUsageReader =>
-  sseUsageReader(['"usage"'], (event, acc) => {
-    const u = messagesUsage(event);
-    if (!u) return undefined;
-    // message_delta repeats only what changed; keep the input side from message_start
-    if (event['type'] === 'message_delta' && acc) {
-      return { input_tokens: u.input_tokens || acc.input_tokens, output_tokens: u.output_tokens, cached_tokens: u.cached_tokens || acc.cached_tokens };
-    }
-    return u;
+  sseUsageReader({
+    usageMarkers: ['"usage"'],
+    usage: (event, acc) => {
+      const u = messagesUsage(event);
+      if (!u) return undefined;
+      // message_delta repeats only what changed; keep the input side from message_start
+      if (event['type'] === 'message_delta' && acc) {
+        return {
+          input_tokens: u.input_tokens || acc.input_tokens,
+          output_tokens: u.output_tokens,
+          cached_tokens: u.cached_tokens || acc.cached_tokens,
+          cache_write_tokens: u.cache_write_tokens || acc.cache_write_tokens,
+        };
+      }
+      return u;
+    },
+    textMarkers: ['"content_block_delta"'],
+    text: (event, out) => {
+      const delta = field(event, 'delta');
+      if (event['type'] !== 'content_block_delta' || !delta) return;
+      for (const f of DELTA_TEXT_FIELDS) out.add(delta[f]);
+    },
   });

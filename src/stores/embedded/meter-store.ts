@@ -1,19 +1,33 @@
-import { refillAndTake, type MeterBucket, type MeterStore, type ReserveRequest, type ReserveResult, type SpendFigures, type TokenBucketSpec, type TokenGrant } from '../meter.js';
+import {
+  periodOf,
+  refillAndTake,
+  type CapPeriod,
+  type MeterAccount,
+  type MeterStore,
+  type PeriodFigures,
+  type ReserveRequest,
+  type ReserveResult,
+  type TokenBucketSpec,
+  type TokenGrant,
+} from '../meter.js';
 
 interface SpendState {
+  period: string;
+  /** epoch ms the period ends (the state is forgotten then) */
+  end: number;
   settled: number;
   /** reservation id → [amount, lapses at] */
   held: Map<string, [number, number]>;
-  keepUntil: number;
 }
 
 /**
  * In-process metering for a single replica (embedded mode). Exact, since one
- * event loop is the only writer. Consumption is not persisted: a restart
- * begins the period's count again (documented in docs/operations.md).
+ * event loop is the only writer; its clock (the process's, injectable) alone
+ * decides periods. Consumption is not persisted: a restart begins the period's
+ * count again (documented in docs/operations.md).
  */
 export class EmbeddedMeterStore implements MeterStore {
-  private readonly spend = new Map<MeterBucket, SpendState>();
+  private readonly spend = new Map<MeterAccount, SpendState>();
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
   private nextSweep = 0;
 
@@ -24,7 +38,7 @@ export class EmbeddedMeterStore implements MeterStore {
   async reserve(r: ReserveRequest): Promise<ReserveResult> {
     const now = this.clock();
     this.forgetEnded(now);
-    const s = this.state(r.bucket, r.keepUntil);
+    const s = this.current(r.account, r.kind, now);
     let reserved = 0;
     for (const [id, [amount, lapses]] of s.held) {
       if (lapses <= now) s.held.delete(id);
@@ -35,18 +49,19 @@ export class EmbeddedMeterStore implements MeterStore {
       s.held.set(r.id, [r.amount, now + r.leaseMs]);
       reserved += r.amount;
     }
-    return { admitted, settled: s.settled, reserved };
+    return { admitted, settled: s.settled, reserved, period: s.period, resetsAt: s.end };
   }
 
-  async settle(bucket: MeterBucket, id: string, cost: number): Promise<void> {
-    const s = this.spend.get(bucket);
-    if (!s) return;
+  async settle(account: MeterAccount, period: string, id: string, cost: number): Promise<void> {
+    const s = this.spend.get(account);
+    // the reservation's period is over: its cost belongs to a period nobody reads any more
+    if (!s || s.period !== period) return;
     s.held.delete(id);
     s.settled += cost;
   }
 
-  async renew(bucket: MeterBucket, ids: readonly string[], leaseMs: number): Promise<void> {
-    const s = this.spend.get(bucket);
+  async renew(account: MeterAccount, ids: readonly string[], leaseMs: number): Promise<void> {
+    const s = this.spend.get(account);
     if (!s) return;
     const lapses = this.clock() + leaseMs;
     for (const id of ids) {
@@ -55,13 +70,14 @@ export class EmbeddedMeterStore implements MeterStore {
     }
   }
 
-  async figures(bucket: MeterBucket): Promise<SpendFigures> {
-    const s = this.spend.get(bucket);
-    if (!s) return { settled: 0, reserved: 0 };
+  async figures(account: MeterAccount, kind: CapPeriod): Promise<PeriodFigures> {
     const now = this.clock();
+    const p = periodOf(now, kind);
+    const s = this.spend.get(account);
+    if (!s || s.period !== p.id) return { settled: 0, reserved: 0, period: p.id, resetsAt: p.end };
     let reserved = 0;
     for (const [amount, lapses] of s.held.values()) if (lapses > now) reserved += amount;
-    return { settled: s.settled, reserved };
+    return { settled: s.settled, reserved, period: s.period, resetsAt: s.end };
   }
 
   async take(name: string, want: number, spec: TokenBucketSpec): Promise<TokenGrant> {
@@ -72,11 +88,13 @@ export class EmbeddedMeterStore implements MeterStore {
 
   async close(): Promise<void> {}
 
-  private state(bucket: MeterBucket, keepUntil: number): SpendState {
-    let s = this.spend.get(bucket);
-    if (!s) {
-      s = { settled: 0, held: new Map(), keepUntil };
-      this.spend.set(bucket, s);
+  /** the account's state for the period holding `now`; a new period starts from zero */
+  private current(account: MeterAccount, kind: CapPeriod, now: number): SpendState {
+    const p = periodOf(now, kind);
+    let s = this.spend.get(account);
+    if (!s || s.period !== p.id) {
+      s = { period: p.id, end: p.end, settled: 0, held: new Map() };
+      this.spend.set(account, s);
     }
     return s;
   }
@@ -85,6 +103,6 @@ export class EmbeddedMeterStore implements MeterStore {
   private forgetEnded(now: number): void {
     if (now < this.nextSweep) return;
     this.nextSweep = now + 60_000;
-    for (const [bucket, s] of this.spend) if (s.keepUntil <= now) this.spend.delete(bucket);
+    for (const [account, s] of this.spend) if (s.end <= now) this.spend.delete(account);
   }
 }

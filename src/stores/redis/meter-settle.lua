@@ -1,7 +1,7 @@
--- End a reservation and add the call's real cost.
--- KEYS[1] spend hash; KEYS[2] lease zset; ARGV[1] id, ARGV[2] cost
--- A bucket already forgotten (its period ended more than a day ago) is left alone.
-if redis.call('EXISTS', KEYS[1]) == 0 then
+-- End a reservation and add the call's real cost to its period.
+-- KEYS[1] spend hash; KEYS[2] lease zset; ARGV[1] id, ARGV[2] cost, ARGV[3] the reservation's period id
+-- A period already over (the account holds another, or nothing) is left alone.
+if redis.call('HGET', KEYS[1], 'period') ~= ARGV[3] then
   return 0
 end
 local held = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])

@@ -1,16 +1,19 @@
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import type { MeterBucket, MeterStore, ReserveRequest, ReserveResult, SpendFigures, TokenBucketSpec, TokenGrant } from '../meter.js';
+import type { CapPeriod, MeterAccount, MeterStore, PeriodFigures, ReserveRequest, ReserveResult, TokenBucketSpec, TokenGrant } from '../meter.js';
 import type { RedisKeys } from './prefixes.js';
 
 interface MeterCommands {
-  gwMeterReserve(spend: string, leases: string, id: string, amount: string, cap: string, leaseMs: string, keepUntil: string): Promise<[number, string, string]>;
-  gwMeterSettle(spend: string, leases: string, id: string, cost: string): Promise<number>;
+  gwMeterReserve(spend: string, leases: string, id: string, amount: string, cap: string, leaseMs: string, kind: CapPeriod): Promise<[number, string, string, string, number]>;
+  gwMeterSettle(spend: string, leases: string, id: string, cost: string, period: string): Promise<number>;
+  gwMeterFigures(spend: string, kind: CapPeriod): Promise<[string, string, string, number]>;
   gwMeterRenew(leases: string, leaseMs: string, ...ids: string[]): Promise<number>;
   gwMeterTake(bucket: string, want: string, rate: string, capacity: string): Promise<[number, number]>;
 }
 
 const lua = (name: string): string => readFileSync(new URL(`./${name}.lua`, import.meta.url), 'utf8');
+/** a spend script with the period functions it is timed by */
+const periodLua = (name: string): string => `${lua('meter-period')}\n${lua(name)}`;
 
 export interface RedisMeterOptions {
   /**
@@ -24,7 +27,7 @@ export interface RedisMeterOptions {
 /**
  * Metering shared by every replica: each operation is one Lua script, atomic
  * in Redis and timed by Redis TIME, so replica clocks never disagree about a
- * lease. A dedicated connection without an offline queue: when Redis is away
+ * lease or about which spend-cap period a call falls in. A dedicated connection without an offline queue: when Redis is away
  * calls fail at once instead of queueing behind the outage, and the policy
  * stages relay the call (fail-open).
  */
@@ -45,8 +48,9 @@ export class RedisMeterStore implements MeterStore {
     });
     // connection errors surface per command; the client keeps reconnecting on its own
     redis.on('error', () => undefined);
-    redis.defineCommand('gwMeterReserve', { numberOfKeys: 2, lua: lua('meter-reserve') });
+    redis.defineCommand('gwMeterReserve', { numberOfKeys: 2, lua: periodLua('meter-reserve') });
     redis.defineCommand('gwMeterSettle', { numberOfKeys: 2, lua: lua('meter-settle') });
+    redis.defineCommand('gwMeterFigures', { numberOfKeys: 1, lua: periodLua('meter-figures') });
     redis.defineCommand('gwMeterRenew', { numberOfKeys: 1, lua: lua('meter-renew') });
     redis.defineCommand('gwMeterTake', { numberOfKeys: 1, lua: lua('meter-take') });
     this.redis = redis as Redis & MeterCommands;
@@ -57,29 +61,29 @@ export class RedisMeterStore implements MeterStore {
   }
 
   async reserve(r: ReserveRequest): Promise<ReserveResult> {
-    const [admitted, settled, reserved] = await this.redis.gwMeterReserve(
-      this.keys.meterSpend(r.bucket),
-      this.keys.meterLeases(r.bucket),
+    const [admitted, settled, reserved, period, resetsAt] = await this.redis.gwMeterReserve(
+      this.keys.meterSpend(r.account),
+      this.keys.meterLeases(r.account),
       r.id,
       String(r.amount),
       String(r.cap),
       String(r.leaseMs),
-      String(Math.ceil(r.keepUntil)),
+      r.kind,
     );
-    return { admitted: admitted === 1, settled: Number(settled), reserved: Number(reserved) };
+    return { admitted: admitted === 1, settled: Number(settled), reserved: Number(reserved), period, resetsAt };
   }
 
-  async settle(bucket: MeterBucket, id: string, cost: number): Promise<void> {
-    await this.redis.gwMeterSettle(this.keys.meterSpend(bucket), this.keys.meterLeases(bucket), id, String(cost));
+  async settle(account: MeterAccount, period: string, id: string, cost: number): Promise<void> {
+    await this.redis.gwMeterSettle(this.keys.meterSpend(account), this.keys.meterLeases(account), id, String(cost), period);
   }
 
-  async renew(bucket: MeterBucket, ids: readonly string[], leaseMs: number): Promise<void> {
-    if (ids.length > 0) await this.redis.gwMeterRenew(this.keys.meterLeases(bucket), String(leaseMs), ...ids);
+  async renew(account: MeterAccount, ids: readonly string[], leaseMs: number): Promise<void> {
+    if (ids.length > 0) await this.redis.gwMeterRenew(this.keys.meterLeases(account), String(leaseMs), ...ids);
   }
 
-  async figures(bucket: MeterBucket): Promise<SpendFigures> {
-    const [settled, reserved] = await this.redis.hmget(this.keys.meterSpend(bucket), 'settled', 'reserved');
-    return { settled: Number(settled ?? 0), reserved: Math.max(0, Number(reserved ?? 0)) };
+  async figures(account: MeterAccount, kind: CapPeriod): Promise<PeriodFigures> {
+    const [settled, reserved, period, resetsAt] = await this.redis.gwMeterFigures(this.keys.meterSpend(account), kind);
+    return { settled: Number(settled), reserved: Math.max(0, Number(reserved)), period, resetsAt };
   }
 
   async take(name: string, want: number, spec: TokenBucketSpec): Promise<TokenGrant> {

@@ -7,10 +7,10 @@ export function redisKeys(prefix: string) {
   return {
     doc: (collection: string) => `${prefix}doc:${collection}`,
     docChannel: `${prefix}doc-changes`,
-    /** spend of one org-period: settled, reserved and each reservation (hash tag keeps the pair on one slot) */
-    meterSpend: (bucket: string) => `${prefix}meter:{${bucket}}:spend`,
-    /** lease expiry of each reservation of that org-period (zset) */
-    meterLeases: (bucket: string) => `${prefix}meter:{${bucket}}:leases`,
+    /** spend of one org and period kind in its current period: period, settled, reserved and each reservation (hash tag keeps the pair on one slot) */
+    meterSpend: (account: string) => `${prefix}meter:{${account}}:spend`,
+    /** lease expiry of each reservation of that account (zset) */
+    meterLeases: (account: string) => `${prefix}meter:{${account}}:leases`,
     /** a shared rate-limit token bucket */
     meterRate: (name: string) => `${prefix}meter:rate:${name}`,
   };
