@@ -55,7 +55,7 @@ export const SettingsSchema = Type.Object({
   GW_INGRESS_BUDGET: Type.Optional(Type.Integer({ minimum: 1, description: 'in-flight request bytes before shedding' })),
   GW_SKILL_AUTO_ROLLBACK: Type.String({ default: 'agent_trajectory_compaction', description: 'comma-separated skills whose breaker is armed' }),
   GW_SKILL_THREADS: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'skill pool threads per replica (most)' }),
-  GW_SKILL_MIN_THREADS: Type.Integer({ minimum: 1, maximum: 64, default: 1, description: 'skill pool threads kept warm per replica' }),
+  GW_SKILL_MIN_THREADS: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'skill pool threads kept warm per replica' }),
   GW_SKILL_MAX_QUEUE: Type.Integer({ minimum: 0, maximum: 65536, default: 32, description: 'skill stages waiting for a thread before a stage is refused as overloaded' }),
   GW_SKILL_IDLE_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 30_000, description: 'an idle skill thread above the warm count ends after this' }),
   GW_SKILL_CEILING_ACTING_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 250, description: 'wall-clock ceiling of each acting skill stage, per request; 0 = every stage misses' }),
