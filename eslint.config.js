@@ -33,4 +33,11 @@ export default tseslint.config(
   restrict(['src/upstream/**/*.ts'], [SERVER, UWS, IOREDIS]),
   restrict(['src/stores/redis/**/*.ts', 'src/telemetry/**/*.ts'], [SERVER, UWS, UNDICI]),
   restrict(['src/main.ts'], [UWS, UNDICI, IOREDIS]),
+  {
+    // the skill pool is the only place that knows threads
+    files: ['src/**/*.ts'],
+    ignores: ['src/skills/pool.ts'],
+    // a rule of its own: a second no-restricted-imports entry would replace the folder ones above
+    rules: { 'no-restricted-syntax': ['error', { selector: "ImportDeclaration[source.value='piscina'], ImportExpression[source.value='piscina']", message: 'only src/skills/pool.ts imports piscina' }] },
+  },
 );

@@ -55,6 +55,13 @@ export const SettingsSchema = Type.Object({
   GW_LOOP_STALL_WINDOW_S: Seconds(10, 'window of the loop-stall share'),
   GW_INGRESS_BUDGET: Type.Optional(Type.Integer({ minimum: 1, description: 'in-flight request bytes before shedding' })),
   GW_SKILL_AUTO_ROLLBACK: Type.String({ default: 'agent_trajectory_compaction', description: 'comma-separated skills whose breaker is armed' }),
+  GW_SKILL_THREADS: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'skill pool threads per replica (most)' }),
+  GW_SKILL_MIN_THREADS: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'skill pool threads kept warm per replica' }),
+  GW_SKILL_MAX_QUEUE: Type.Integer({ minimum: 0, maximum: 65536, default: 32, description: 'skill stages waiting for a thread before a stage is refused as overloaded' }),
+  GW_SKILL_IDLE_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 30_000, description: 'an idle skill thread above the warm count ends after this' }),
+  GW_SKILL_CEILING_ACTING_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 250, description: 'wall-clock ceiling of each acting skill stage, per request; 0 = every stage misses' }),
+  GW_SKILL_CEILING_SHADOW_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 50, description: 'wall-clock ceiling of each shadow skill stage, per request; 0 = every stage misses' }),
+  GW_SKILL_ABORT_GRACE_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 100, description: 'after its ceiling, a running stage gets this long to stop on its own before its thread is killed' }),
   GW_GUARDRAILS_MODEL_MODE: Type.Union([Type.Literal('shadow'), Type.Literal('enforce'), Type.Literal('off')], { default: 'shadow' }),
   GW_IDP_ISSUER: Type.Optional(Type.String({ minLength: 1 })),
   GW_IDP_JWKS: Type.Optional(Type.String({ minLength: 1, description: 'JWKS file path or URL' })),
@@ -100,6 +107,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   if (s.GW_WORKERS !== undefined && s.GW_WORKERS > 1 && !s.GW_REDIS_URL) {
     problems.push('GW_WORKERS: more than one replica needs GW_REDIS_URL (embedded state is per process)');
   }
+  if (s.GW_SKILL_MIN_THREADS > s.GW_SKILL_THREADS) problems.push('GW_SKILL_MIN_THREADS: must not exceed GW_SKILL_THREADS');
   if (s.GW_IDP_ISSUER && !s.GW_IDP_JWKS) problems.push('GW_IDP_JWKS: required when GW_IDP_ISSUER is set');
   if (s.GW_IDP_GROUP_MAP) {
     try {

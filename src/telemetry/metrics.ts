@@ -86,6 +86,24 @@ export function createMetrics() {
       help: 'Requests that waited for a token lease: the replica held no tokens and did not know the shared bucket was dry',
       registers: [registry],
     }),
+    skillRespawns: new Counter({
+      name: 'gw_skill_thread_respawns_total',
+      help: 'Skill pool threads that ended mid-stage and were replaced: killed after a stage ignored its ceiling (backstop) or died (exit)',
+      labelNames: ['cause'] as const,
+      registers: [registry],
+    }),
+    skillQueueWait: new HotHistogram('gw_skill_queue_wait_seconds', 'Time a skill stage waited for a pool thread (message hops included), by stage', ['stage'], LATENCY_BUCKETS, registry),
+    skillRunTime: new HotHistogram('gw_skill_run_seconds', 'Time a skill stage ran in its pool thread, by stage', ['stage'], LATENCY_BUCKETS, registry),
+    /** the skill pool's observer (skills/pool.ts PoolObserver) */
+    skillPool: {
+      threadRespawned(cause: 'backstop' | 'exit') {
+        m.skillRespawns.inc({ cause });
+      },
+      stageTimed(stage: string, queueWaitMs: number, runMs: number) {
+        m.skillQueueWait.observe([stage], queueWaitMs / 1000);
+        m.skillRunTime.observe([stage], runMs / 1000);
+      },
+    },
     /** a finished call's usage and its catalog price (labels stay bounded: provider, never model) */
     recordUsage(provider: string, usage: Usage | undefined, costUsd: number) {
       if (usage) {

@@ -1,0 +1,112 @@
+/**
+ * The contract between the engine (main thread), the worker entry and every
+ * evaluator: what one stage receives, how it reports, and the outcomes a
+ * stage can end with. Types and one small class only: both threads load it.
+ */
+
+/** Outcomes in headers and traces (x-gw-skill-<id>, trace `skills[].outcome`). */
+export const OUTCOMES = ['applied', 'skipped', 'hit', 'miss', 'shadow', 'ceiling_exceeded', 'overloaded', 'loop_stalled', 'error'] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+/**
+ * Outcomes that are a bypass trigger on an acting stage: the caller's original
+ * bytes go straight to the provider. On any stage they count as failed open.
+ */
+export const FAIL_OPEN_OUTCOMES: ReadonlySet<Outcome> = new Set(['ceiling_exceeded', 'overloaded', 'loop_stalled', 'error']);
+
+/** What an evaluator itself may answer: the rest are the engine's and the pool's to say. */
+export type EvaluatorOutcome = 'applied' | 'skipped' | 'hit' | 'miss' | 'ceiling_exceeded';
+
+/**
+ * A stage's wall-clock end, as an absolute `Date.now()` time. Every thread of
+ * the process reads the same clock, so the engine sets it and the worker
+ * checks it. Evaluators poll it between units of work and give up with
+ * `ceiling_exceeded` once it has passed; the pool's abort is only the backstop.
+ */
+export class Deadline {
+  constructor(readonly at: number) {}
+
+  remainingMs(): number {
+    return this.at - Date.now();
+  }
+
+  expired(): boolean {
+    return Date.now() >= this.at;
+  }
+}
+
+/** One stage's view of the request, inside the worker. */
+export interface StageInput {
+  /** the table row's id */
+  readonly stage: string;
+  /** the surface id the request came in on (each surface has its own message shape) */
+  readonly surface: string;
+  /** false in shadow: decide as if acting; the engine records the decision and discards it */
+  readonly acting: boolean;
+  /** the body as it stands at this stage; read-only (it may be shared with other stages) */
+  readonly body: Uint8Array;
+  /** the body as UTF-8 text, decoded once */
+  text(): string;
+  /** the body parsed as JSON, once; throws on a body that is not JSON */
+  json(): unknown;
+}
+
+/** A refusal the engine turns into a GatewayError of this type (errors cross threads as data). */
+export interface StageRefusal {
+  type: 'guardrail_violation' | 'request_error';
+  message: string;
+  /** extra fields of the error object, e.g. `detected` */
+  fields?: Record<string, unknown>;
+}
+
+/** A complete answer that sends nothing upstream (a cache hit). */
+export interface StageAnswer {
+  status: number;
+  contentType: string;
+  body: Uint8Array;
+}
+
+/** What an evaluator returns. Only an acting stage's change, answer or refusal is applied. */
+export interface StageResult {
+  outcome: EvaluatorOutcome;
+  /** for the trace: kinds and counts, never the caller's values */
+  detail?: Record<string, unknown>;
+  /** a new body for the following stages and the upstream call, and/or another model */
+  change?: { body?: Uint8Array; model?: string };
+  answer?: StageAnswer;
+  refuse?: StageRefusal;
+}
+
+/**
+ * The function every evaluator module exports under the name its table row
+ * gives. It runs in a worker thread; it may be async, and must poll `deadline`.
+ */
+export type Evaluator = (input: StageInput, deadline: Deadline) => StageResult | Promise<StageResult>;
+
+/** The task's `started` slot: the worker sets it to running, then finished (read by the pool's backstop). */
+export const STAGE_RUNNING = 1;
+export const STAGE_FINISHED = 2;
+
+/** One stage as the pool sends it to a worker. */
+export interface StageTask {
+  stage: string;
+  surface: string;
+  acting: boolean;
+  body: Uint8Array;
+  deadlineAt: number;
+  /** one Int32 slot in shared memory the worker sets when it starts and when it finishes the stage: tells the backstop whether the stage is running */
+  started: Int32Array;
+}
+
+/** A worker's reply: the evaluator's result, or the error it threw, with its own run time. */
+export interface StageReply {
+  result?: StageResult;
+  /** set when the evaluator threw or returned nothing usable */
+  error?: string;
+  runMs: number;
+}
+
+/** What the pool hands each thread at start: the evaluators to load, by stage id. */
+export interface WorkerEvaluators {
+  evaluators: ReadonlyArray<{ id: string; module: string; export: string }>;
+}

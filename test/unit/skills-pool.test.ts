@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { SkillPool, type PoolSettings } from '../../src/skills/pool.js';
+import type { StageTask } from '../../src/skills/stage.js';
+import { createMetrics } from '../../src/telemetry/metrics.js';
+import { guardrailRow } from '../fixtures/skills/rows.js';
+import { eventually } from '../helpers/wait.js';
+
+const ROWS = [
+  guardrailRow('describe', 'describeBody', 1),
+  guardrailRow('spin', 'spinUntilDeadline', 2),
+  guardrailRow('loop', 'loopForever', 3),
+  guardrailRow('throw', 'throwing', 4),
+  guardrailRow('exit', 'exitThread', 5),
+];
+const SETTINGS: PoolSettings = { threads: 1, minThreads: 1, maxQueue: 1, idleTimeoutMs: 60_000, abortGraceMs: 20 };
+const LONG_MS = 60_000;
+
+function pool(t: { after(fn: () => Promise<void>): void }, settings: Partial<PoolSettings> = {}) {
+  const metrics = createMetrics();
+  const p = new SkillPool({ ...SETTINGS, ...settings }, ROWS, metrics.skillPool);
+  t.after(() => p.close());
+  const respawns = async (cause: string) => (await metrics.skillRespawns.get()).values.find((v) => v.labels['cause'] === cause)?.value ?? 0;
+  return { pool: p, metrics, respawns };
+}
+
+/** A task whose body and started flag live in shared memory, as the engine sends them. */
+function task(stage: string, text = '{"messages":[]}'): Omit<StageTask, 'deadlineAt'> {
+  const bytes = Buffer.from(text);
+  const sab = new SharedArrayBuffer(4 + bytes.length);
+  const body = new Uint8Array(sab, 4);
+  body.set(bytes);
+  return { stage, surface: 'chat_completions', acting: true, body, started: new Int32Array(sab, 0, 1) };
+}
+
+/** Starts the pool's thread (a cold one loads its evaluators first), so a test's ceilings time the stage only. */
+async function warm(p: SkillPool) {
+  assert.equal((await p.run(task('describe'), LONG_MS)).outcome, 'done');
+}
+
+test('a stage round-trips through a real thread, reading the body in shared memory without a copy', async (t) => {
+  const { pool: p, metrics } = pool(t);
+  const body = JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(2000) }] });
+  const run = await p.run(task('describe', body), LONG_MS);
+  assert.equal(run.outcome, 'done');
+  assert.deepEqual(run.outcome === 'done' && run.reply.result?.detail, { bytes: Buffer.byteLength(body), shared: true, first: body.slice(0, 12) });
+  const timed = (await metrics.skillRunTime.get()).values.filter((v) => v.labels['stage'] === 'describe' && v.metricName === 'gw_skill_run_seconds_count');
+  assert.deepEqual(timed.map((v) => v.value), [1], 'the stage run time is a metric');
+});
+
+test('GW_SKILL_CEILING_*_MS=0: every stage misses without reaching a thread', async (t) => {
+  const { pool: p, metrics } = pool(t);
+  const run = await p.run(task('describe'), 0);
+  assert.equal(run.outcome, 'ceiling_exceeded');
+  assert.equal((await metrics.skillRunTime.get()).values.length, 0, 'nothing ran');
+});
+
+test('a stage that polls its deadline stops on its own at the ceiling: no thread is killed', async (t) => {
+  const { pool: p, respawns } = pool(t, { abortGraceMs: LONG_MS });
+  await warm(p);
+  const run = await p.run(task('spin'), 200);
+  assert.equal(run.outcome, 'ceiling_exceeded');
+  // the same thread serves the next stage once the spinning one has honoured its deadline
+  const next = await p.run(task('describe'), LONG_MS);
+  assert.equal(next.outcome, 'done');
+  assert.equal(await respawns('backstop'), 0);
+});
+
+test('a stage stuck in a synchronous loop is ceiling_exceeded, its thread killed by the backstop, respawned and counted', async (t) => {
+  const { pool: p, respawns } = pool(t);
+  await warm(p);
+  const run = await p.run(task('loop'), 200);
+  assert.equal(run.outcome, 'ceiling_exceeded');
+  await eventually(async () => (await respawns('backstop')) === 1, 'the backstop respawn to be counted');
+  const next = await p.run(task('describe'), LONG_MS);
+  assert.equal(next.outcome, 'done', 'the pool serves again on a new thread');
+});
+
+test('a throwing stage is error; its thread lives on', async (t) => {
+  const { pool: p, respawns } = pool(t);
+  const run = await p.run(task('throw'), LONG_MS);
+  assert.equal(run.outcome, 'done');
+  assert.equal(run.outcome === 'done' && run.reply.error, 'evaluator exploded');
+  assert.equal(await respawns('exit'), 0);
+});
+
+test('a thread killed mid-stage is error, counted as a respawn, and the pool keeps serving', async (t) => {
+  const { pool: p, respawns } = pool(t);
+  const run = await p.run(task('exit'), LONG_MS);
+  assert.equal(run.outcome, 'error');
+  assert.match(run.outcome === 'error' ? run.detail : '', /exited with code: 3/);
+  assert.equal(await respawns('exit'), 1);
+  const next = await p.run(task('describe'), LONG_MS);
+  assert.equal(next.outcome, 'done');
+});
+
+test('a full pool (every thread busy, the queue at maxQueue) answers overloaded at once', async (t) => {
+  const { pool: p } = pool(t, { threads: 1, maxQueue: 1 });
+  await warm(p);
+  const busy = p.run(task('spin'), 300);
+  const queued = p.run(task('describe'), LONG_MS);
+  const refused = await p.run(task('describe'), LONG_MS);
+  assert.equal(refused.outcome, 'overloaded');
+  assert.equal((await busy).outcome, 'ceiling_exceeded');
+  assert.equal((await queued).outcome, 'done', 'the queued stage runs once the thread is free');
+});
+
+test('a stage whose ceiling passes while it waits for a thread misses, and no thread is killed for it', async (t) => {
+  const { pool: p, respawns } = pool(t, { threads: 1, maxQueue: 4, abortGraceMs: 10 });
+  await warm(p);
+  const busy = p.run(task('spin'), 1000);
+  const queued = await p.run(task('describe'), 200);
+  assert.equal(queued.outcome, 'ceiling_exceeded');
+  assert.equal((await busy).outcome, 'ceiling_exceeded');
+  await eventually(() => p.stats.queued === 0, 'the late stage to leave the queue');
+  assert.equal(await p.run(task('describe'), LONG_MS).then((r) => r.outcome), 'done');
+  assert.equal(await respawns('backstop'), 0);
+});
+
+test('a ceiling noticed a whole ceiling late is loop_stalled: the main loop, not the stage, was stuck', async (t) => {
+  const { pool: p } = pool(t);
+  const pending = p.run(task('spin'), 20);
+  const until = Date.now() + 200;
+  while (Date.now() < until) {
+    // the main loop is blocked past twice the ceiling
+  }
+  assert.equal((await pending).outcome, 'loop_stalled');
+});
