@@ -27,7 +27,7 @@ export interface Example {
 
 export const EXAMPLES_PATH = fileURLToPath(new URL('../data/guardrails/examples.jsonl', import.meta.url));
 
-const CONFIG: FeatureConfig & { window: number } = { buckets: 1 << 15, charNgrams: [3, 5], wordNgrams: [1, 2], window: 600 };
+const CONFIG: FeatureConfig & { window: number } = { buckets: 1 << 15, charNgrams: [3, 5], wordNgrams: [1, 2], window: 256 };
 const EPOCHS = 30;
 const LEARNING_RATE = 0.5;
 const L2 = 1e-5;

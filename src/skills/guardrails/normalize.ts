@@ -32,6 +32,10 @@ const INVISIBLE = /[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200
 const TAG_RUN = /(?:\uDB40[\uDC20-\uDC7E]){4,}/g;
 const NOT_ASCII = /[^\x00-\x7F]/;
 
+const LEET: Readonly<Record<string, string>> = { '0': 'o', '1': 'i', '3': 'e', '4': 'a', '5': 's', '7': 't', '@': 'a', $: 's' };
+const LEET_OR_APOSTROPHE = /[013457@$']/g;
+const NOT_WORD = /[^a-z0-9]+/g;
+
 /** Marks a character folded away without leaving a separator. */
 const APOSTROPHE = 1;
 const APOSTROPHES = new Set([0x2019, 0x02bc, 0x2018]);
@@ -42,8 +46,7 @@ const ASCII_FOLD = (() => {
   for (let c = 48; c <= 57; c++) table[c] = c;
   for (let c = 97; c <= 122; c++) table[c] = c;
   for (let c = 65; c <= 90; c++) table[c] = c + 32;
-  const leet: Record<string, string> = { '0': 'o', '1': 'i', '3': 'e', '4': 'a', '5': 's', '7': 't', '@': 'a', $: 's' };
-  for (const [from, to] of Object.entries(leet)) table[from.charCodeAt(0)] = to.charCodeAt(0);
+  for (const [from, to] of Object.entries(LEET)) table[from.charCodeAt(0)] = to.charCodeAt(0);
   table[39] = APOSTROPHE; // "don't" reads "dont"
   return table;
 })();
@@ -73,6 +76,7 @@ let scratch = new Uint16Array(4096);
  * Input must be `clean`ed. O(length).
  */
 export function fold(text: string): string {
+  if (!NOT_ASCII.test(text)) return joinSpacedLetters(foldAscii(text));
   if (scratch.length < text.length + 1) scratch = new Uint16Array(text.length * 2);
   const out = scratch;
   let n = 0;
@@ -108,6 +112,17 @@ export function fold(text: string): string {
   return joinSpacedLetters(folded);
 }
 
+/** `fold` for ASCII text, by native string passes (several times faster than the code-unit loop). */
+function foldAscii(text: string): string {
+  const words = text
+    .toLowerCase()
+    .replace(LEET_OR_APOSTROPHE, (c) => LEET[c] ?? '')
+    .replace(NOT_WORD, ' ');
+  const start = words.charCodeAt(0) === 32 ? 1 : 0;
+  const end = words.length > start && words.charCodeAt(words.length - 1) === 32 ? words.length - 1 : words.length;
+  return start === 0 && end === words.length ? words : words.slice(start, end);
+}
+
 // Four or more single characters in a row, each followed by one space: "i g n o r e".
 const SPACED_LETTERS = /(?<![^ ])(?:[^ ] ){3,}[^ ](?![^ ])/g;
 
@@ -118,7 +133,7 @@ function joinSpacedLetters(folded: string): string {
 }
 
 // Candidate encoded runs. Base64 needs both cases, which keeps ordinary long words out.
-const BASE64_RUN = /[A-Za-z0-9+/_-]{16,}={0,2}/g;
+const BASE64_RUN = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}/g;
 const UPPER = /[A-Z]/;
 const LOWER = /[a-z]/;
 const HEX_RUN = /(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{2}){8,}(?![0-9A-Za-z])/g;

@@ -20,19 +20,32 @@ export type RegexValue = (typeof REGEX_VALUES)[number];
 
 const alt = (...words: string[]) => `(?:${words.join('|')})`;
 
-// Negated, reported or asked-about: the words that precede an imperative that is not one.
-const NOT_AN_ORDER = `(?<!\\b${alt(
+// Negated, reported or asked-about: the words that, right before a match, make it not an order.
+const NOT_AN_ORDER = new RegExp(`\\b${alt(
   'never', 'not', 'dont', 'cannot', 'cant', 'wont', 'shouldnt', 'mustnt', 'refuse to', 'decline to', 'avoid', 'without',
   'asks? you to', 'asked you to', 'tells? you to', 'told you to', 'tries to', 'try to', 'trying to', 'attempts? to',
   'wants? you to', 'instructs? you to', 'asks? to', 'requests? to', 'attempt to',
   'make you', 'makes you', 'get you to', 'gets you to', 'trick you into', 'tricks you into', 'convince you to', 'persuade you to', 'force you to',
   'if (?:the |a )?(?:user|someone|anyone|they|message|document|input|text) (?:says|asks|writes|types|tells you|contains)(?: to)?',
   'how (?:do|can|could|would|should|to)(?: i| we| you| one)?(?: [a-z]+)?',
-)}(?: (?:ever|you|to|even|yourself))? )`;
+)}(?: (?:ever|you|to|even|yourself))? $`);
 
-function rule(source: string): RegExp {
-  const body = source.replaceAll('_', ' ?').replace(/%(\d)/g, '(?:[a-z0-9]+ ){0,$1}');
-  return new RegExp(`${NOT_AN_ORDER}\\b${body}\\b`);
+const rule = (source: string) => source.replaceAll('_', ' ?').replace(/%(\d)/g, '(?:[a-z0-9]+ ){0,$1}');
+
+/** One regex per value: a single alternation is scanned once, several times faster than one regex per rule. */
+const anyOf = (rules: string[]) => new RegExp(`\\b(?:${rules.join('|')})\\b`, 'g');
+
+/** How far back the words that make a match not an order can start. */
+const NOT_AN_ORDER_REACH = 64;
+
+/** Does `re` match `view` somewhere not preceded by NOT_AN_ORDER? */
+function matchesAnOrder(re: RegExp, view: string): boolean {
+  re.lastIndex = 0;
+  for (let m = re.exec(view); m !== null; m = re.exec(view)) {
+    if (!NOT_AN_ORDER.test(view.slice(Math.max(0, m.index - NOT_AN_ORDER_REACH), m.index))) return true;
+    re.lastIndex = m.index + 1;
+  }
+  return false;
 }
 
 const OVERRIDE = alt('ignore', 'ignoring', 'disregard', 'disregarding', 'forget', 'forgetting', 'override', 'overriding', 'bypass', 'bypassing',
@@ -96,7 +109,7 @@ const YOUR_STORE = alt('env', 'environment', 'config_file', 'configuration_file'
 const ENV_COMMAND = alt('printenv', 'os_environ', 'process_env', 'cat_proc_self_environ', 'getenv', 'cat_env', 'env_command', 'set_command');
 
 /** THE rule table: every pattern each value is detected by. */
-export const RULES: Readonly<Record<RegexValue, readonly RegExp[]>> = {
+const RULES: Readonly<Record<RegexValue, string[]>> = {
   instruction_override: [
     // "ignore all previous instructions", "disregard any prior directives"
     rule(`${OVERRIDE}_${alt('all', 'any', 'every', 'each')}_(?:of_)?(?:the_|your_|these_|those_|my_|its_)?${PRIOR}_(?:and_${alt('following', 'subsequent', 'future')}_)?${ORDERS}`),
@@ -161,18 +174,14 @@ export const RULES: Readonly<Record<RegexValue, readonly RegExp[]>> = {
   ],
 };
 
+const MATCHERS = REGEX_VALUES.map((value) => [value, anyOf(RULES[value])] as const);
+
 /**
  * The values whose rules match one folded view, added to `found`.
  * Values already in `found` are not tested again.
  */
 export function matchRules(view: string, found: Set<RegexValue>): void {
-  for (const value of REGEX_VALUES) {
-    if (found.has(value)) continue;
-    for (const re of RULES[value]) {
-      if (re.test(view)) {
-        found.add(value);
-        break;
-      }
-    }
+  for (const [value, re] of MATCHERS) {
+    if (!found.has(value) && matchesAnOrder(re, view)) found.add(value);
   }
 }
