@@ -25,12 +25,12 @@ export const DECODED_CHARS_PER_EVALUATION = 16 * 1024;
 /** A run longer than this is probed on its head only (a pasted blob is not a prompt). */
 const MAX_RUN_CHARS = 4096;
 
-// Zero-width, joiners, bidi controls, soft hyphen, variation selectors, fillers and the BOM:
-// invisible characters that split a word for a matcher without changing what a model reads.
-const INVISIBLE = /[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0]|\uDB40[\uDC00-\uDDEF]/g;
+// Zero-width characters, joiners, bidi controls, soft hyphen, variation selectors, fillers, tag
+// characters and the BOM: invisible characters that split a word for a matcher, not for a model.
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}/gu;
 // Unicode tag characters U+E0020..E007E mirror printable ASCII and render as nothing ("ASCII smuggling").
 const TAG_RUN = /(?:\uDB40[\uDC20-\uDC7E]){4,}/g;
-const NOT_ASCII = /[^\x00-\x7F]/;
+const NOT_ASCII = /[\u0080-\uFFFF]/;
 
 const LEET: Readonly<Record<string, string>> = { '0': 'o', '1': 'i', '3': 'e', '4': 'a', '5': 's', '7': 't', '@': 'a', $: 's' };
 const LEET_OR_APOSTROPHE = /[013457@$']/g;
