@@ -1,0 +1,217 @@
+/**
+ * Turns caller text into the views the guardrail stages scan: one folded view
+ * of the text itself, plus one per encoded or hidden segment that decodes to
+ * text (base64, hex, %-encoding, Unicode tag characters, rot13 or reversed text
+ * when the prompt asks for them). A folded view is lowercase letters and
+ * digits separated by single spaces, with look-alike characters, leetspeak and
+ * spaced-out letters undone, so the patterns and the classifier see "ignore"
+ * however it was typed.
+ */
+
+export interface Deadline {
+  expired(): boolean;
+}
+
+/** Work bounds per evaluation: decoding never costs more than this much text. */
+export interface ScanBudget {
+  readonly deadline: Deadline;
+  /** characters of decoded text still allowed */
+  decodedChars: number;
+}
+
+/** Decoded text is probed again, so base64 inside base64 is seen; no deeper. */
+const MAX_DECODE_DEPTH = 2;
+export const DECODED_CHARS_PER_EVALUATION = 16 * 1024;
+/** A run longer than this is probed on its head only (a pasted blob is not a prompt). */
+const MAX_RUN_CHARS = 4096;
+
+// Zero-width characters, joiners, bidi controls, soft hyphen, variation selectors, fillers, tag
+// characters and the BOM: invisible characters that split a word for a matcher, not for a model.
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}/gu;
+// Unicode tag characters U+E0020..E007E mirror printable ASCII and render as nothing ("ASCII smuggling").
+const TAG_RUN = /(?:\uDB40[\uDC20-\uDC7E]){4,}/g;
+const NOT_ASCII = /[\u0080-\uFFFF]/;
+
+const LEET: Readonly<Record<string, string>> = { '0': 'o', '1': 'i', '3': 'e', '4': 'a', '5': 's', '7': 't', '@': 'a', $: 's' };
+const LEET_OR_APOSTROPHE = /[013457@$']/g;
+const NOT_WORD = /[^a-z0-9]+/g;
+
+/** Marks a character folded away without leaving a separator. */
+const APOSTROPHE = 1;
+const APOSTROPHES = new Set([0x2019, 0x02bc, 0x2018]);
+
+/** Folding of one ASCII code: letter lowercased, leet digit or symbol to its letter, anything else a separator (0). */
+const ASCII_FOLD = (() => {
+  const table = new Uint16Array(128);
+  for (let c = 48; c <= 57; c++) table[c] = c;
+  for (let c = 97; c <= 122; c++) table[c] = c;
+  for (let c = 65; c <= 90; c++) table[c] = c + 32;
+  for (const [from, to] of Object.entries(LEET)) table[from.charCodeAt(0)] = to.charCodeAt(0);
+  table[39] = APOSTROPHE; // "don't" reads "dont"
+  return table;
+})();
+
+// Cyrillic and Greek letters that look like Latin ones, as used to dodge word filters.
+const HOMOGLYPHS = new Map<number, number>(
+  Object.entries({
+    а: 'a', в: 'b', е: 'e', ё: 'e', к: 'k', м: 'm', н: 'h', о: 'o', р: 'p', с: 'c', т: 't', у: 'y', х: 'x',
+    і: 'i', ї: 'i', ј: 'j', ѕ: 's', ԁ: 'd', ԛ: 'q', ԝ: 'w', һ: 'h', ӏ: 'l',
+    α: 'a', β: 'b', ε: 'e', η: 'n', ι: 'i', κ: 'k', ν: 'v', ο: 'o', ρ: 'p', τ: 't', υ: 'u', χ: 'x', ω: 'w',
+    ı: 'i', ɡ: 'g', ℓ: 'l',
+  }).map(([from, to]) => [from.codePointAt(0)!, to.charCodeAt(0)]),
+);
+const LETTER_OR_DIGIT = /[\p{L}\p{N}]/u;
+
+/** NFKC (fullwidth and styled letters to plain ones), then every invisible character removed. */
+export function clean(text: string): string {
+  if (!NOT_ASCII.test(text)) return text;
+  return text.normalize('NFKC').replace(INVISIBLE, '');
+}
+
+let scratch = new Uint16Array(4096);
+
+/**
+ * The folded view: lowercase, look-alikes and leet undone, every run of
+ * non-letters one space, and runs of single letters ("i g n o r e") joined.
+ * Input must be `clean`ed. O(length).
+ */
+export function fold(text: string): string {
+  if (!NOT_ASCII.test(text)) return joinSpacedLetters(foldAscii(text));
+  if (scratch.length < text.length + 1) scratch = new Uint16Array(text.length * 2);
+  const out = scratch;
+  let n = 0;
+  let space = true; // pending separator already written (or at start)
+  for (let i = 0; i < text.length; i++) {
+    let c = text.charCodeAt(i);
+    if (c < 128) c = ASCII_FOLD[c]!;
+    else {
+      const cp = text.codePointAt(i)!;
+      const ch = String.fromCodePoint(cp);
+      if (cp > 0xffff) i++;
+      const lower = ch.toLowerCase();
+      const mapped = HOMOGLYPHS.get(lower.codePointAt(0)!);
+      if (mapped !== undefined) c = mapped;
+      else if (APOSTROPHES.has(cp)) c = APOSTROPHE;
+      else if (LETTER_OR_DIGIT.test(ch) && lower.length === 1 && cp <= 0xffff) c = lower.charCodeAt(0);
+      else c = 0;
+    }
+    if (c === APOSTROPHE) continue;
+    if (c === 0) {
+      if (!space) {
+        out[n++] = 32;
+        space = true;
+      }
+    } else {
+      out[n++] = c;
+      space = false;
+    }
+  }
+  if (n > 0 && out[n - 1] === 32) n--;
+  let folded = '';
+  for (let i = 0; i < n; i += 8192) folded += String.fromCharCode.apply(null, out.subarray(i, Math.min(n, i + 8192)) as unknown as number[]);
+  return joinSpacedLetters(folded);
+}
+
+/** `fold` for ASCII text, by native string passes (several times faster than the code-unit loop). */
+function foldAscii(text: string): string {
+  const words = text
+    .toLowerCase()
+    .replace(LEET_OR_APOSTROPHE, (c) => LEET[c] ?? '')
+    .replace(NOT_WORD, ' ');
+  const start = words.charCodeAt(0) === 32 ? 1 : 0;
+  const end = words.length > start && words.charCodeAt(words.length - 1) === 32 ? words.length - 1 : words.length;
+  return start === 0 && end === words.length ? words : words.slice(start, end);
+}
+
+// Four or more single characters in a row, each followed by one space: "i g n o r e".
+const SPACED_LETTERS = /(?<![^ ])(?:[^ ] ){3,}[^ ](?![^ ])/g;
+
+function joinSpacedLetters(folded: string): string {
+  if (!SPACED_LETTERS.test(folded)) return folded;
+  SPACED_LETTERS.lastIndex = 0;
+  return folded.replace(SPACED_LETTERS, (run) => run.replaceAll(' ', ''));
+}
+
+// Candidate encoded runs. Base64 needs both cases, which keeps ordinary long words out.
+const BASE64_RUN = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}/g;
+const UPPER = /[A-Z]/;
+const LOWER = /[a-z]/;
+const HEX_RUN = /(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{2}){8,}(?![0-9A-Za-z])/g;
+const PERCENT_RUN = /(?:%[0-9A-Fa-f]{2}[^%\s]{0,2}){4,}/g;
+const ASKS_ROT13 = /rot[\s-]?13/i;
+const ASKS_REVERSED = /revers|backwards/i;
+
+/** Does the decoded text read as text (not binary noise)? */
+function isText(decoded: string): boolean {
+  if (decoded.length < 4) return false;
+  let readable = 0;
+  for (let i = 0; i < decoded.length; i++) {
+    const c = decoded.charCodeAt(i);
+    if ((c >= 32 && c < 127) || c === 10 || c === 13 || c === 9 || (c >= 0xa0 && c !== 0xfffd)) readable++;
+  }
+  return readable / decoded.length >= 0.9;
+}
+
+const rot13 = (s: string) =>
+  s.replace(/[A-Za-z]/g, (ch) => {
+    const base = ch <= 'Z' ? 65 : 97;
+    return String.fromCharCode(((ch.charCodeAt(0) - base + 13) % 26) + base);
+  });
+
+/** Encoded segments of `text` that decode to text, within the budget. */
+function decodedSegments(text: string, budget: ScanBudget): string[] {
+  const found: string[] = [];
+  const take = (decoded: string) => {
+    if (budget.decodedChars <= 0 || !isText(decoded)) return;
+    const kept = decoded.slice(0, budget.decodedChars);
+    budget.decodedChars -= kept.length;
+    found.push(kept);
+  };
+  for (const [run] of text.matchAll(BASE64_RUN)) {
+    if (budget.decodedChars <= 0 || budget.deadline.expired()) return found;
+    if (!UPPER.test(run) || !LOWER.test(run)) continue;
+    const head = run.length > MAX_RUN_CHARS ? run.slice(0, MAX_RUN_CHARS) : run;
+    take(Buffer.from(head, 'base64').toString('utf8'));
+  }
+  for (const [run] of text.matchAll(HEX_RUN)) {
+    if (budget.decodedChars <= 0 || budget.deadline.expired()) return found;
+    take(Buffer.from(run.slice(0, MAX_RUN_CHARS), 'hex').toString('utf8'));
+  }
+  if (text.includes('%')) {
+    for (const [run] of text.matchAll(PERCENT_RUN)) {
+      if (budget.decodedChars <= 0) return found;
+      take(Buffer.from(run.slice(0, MAX_RUN_CHARS).replace(/%([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8'));
+    }
+  }
+  return found;
+}
+
+/** Text hidden in Unicode tag characters, read back as the ASCII it mirrors. */
+function tagText(text: string): string[] {
+  const runs: string[] = [];
+  for (const [run] of text.matchAll(TAG_RUN)) {
+    let ascii = '';
+    for (let i = 1; i < run.length; i += 2) ascii += String.fromCharCode(run.charCodeAt(i) - 0xdc00);
+    runs.push(ascii);
+  }
+  return runs;
+}
+
+/**
+ * Every folded view of `text` to scan: the text itself first, then what its
+ * hidden and encoded segments say. Bounded by the budget and the deadline.
+ */
+export function scanViews(text: string, budget: ScanBudget, depth = 0): string[] {
+  const nonAscii = NOT_ASCII.test(text);
+  const hidden = nonAscii ? tagText(text) : [];
+  const cleaned = nonAscii ? clean(text) : text;
+  const views = [fold(cleaned)];
+  const extra = [...hidden];
+  if (ASKS_ROT13.test(cleaned)) extra.push(rot13(cleaned));
+  if (ASKS_REVERSED.test(cleaned)) extra.push([...cleaned].reverse().join(''));
+  for (const t of extra) views.push(fold(clean(t)));
+  if (depth < MAX_DECODE_DEPTH) {
+    for (const decoded of decodedSegments(cleaned, budget)) views.push(...scanViews(decoded, budget, depth + 1));
+  }
+  return views;
+}
