@@ -40,13 +40,13 @@ const here = (path: string) => new URL(path, import.meta.url).href;
 
 export const SKILLS: readonly SkillRow[] = [
   // the regex stage: always acts; a match refuses the request with guardrail_violation
-  { id: 'guardrails', kind: 'guardrail', evaluator: { module: here('./guardrails/index.js'), export: 'evaluateGuardrails' }, shadowBesideDispatch: true, order: 10 },
+  { id: 'guardrails', kind: 'guardrail', evaluator: { module: here('./guardrails/stage.js'), export: 'regexStage' }, shadowBesideDispatch: true, order: 10 },
   // the learned classifier (learned_injection): shadow, enforce or off by deployment
   {
     id: 'guardrails_model',
     kind: 'guardrail',
     modeSetting: 'GW_GUARDRAILS_MODEL_MODE',
-    evaluator: { module: here('./guardrails/index.js'), export: 'evaluateGuardrailsModel' },
+    evaluator: { module: here('./guardrails/stage.js'), export: 'modelStage' },
     shadowBesideDispatch: true,
     order: 20,
   },

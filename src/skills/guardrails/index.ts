@@ -21,6 +21,8 @@ export interface GuardrailOptions {
   deadline: Deadline;
   /** the classifier to use; the shipped one when absent */
   model?: ClassifierModel;
+  /** false: the classifier alone (its own stage), without the regex rules; default true */
+  regex?: boolean;
 }
 
 export interface ClassifierVerdict {
@@ -62,7 +64,7 @@ export function evaluateGuardrails(parts: readonly string[], options: GuardrailO
     }
     if (part.length === 0) continue;
     const views = scanViews(part, budget);
-    for (const view of views) matchRules(view, found);
+    if (options.regex !== false) for (const view of views) matchRules(view, found);
     if (model) worst = Math.max(worst, scoreText(model, views.join(' '), deadline));
   }
   if (deadline.expired()) complete = false;

@@ -1,0 +1,47 @@
+import type { Evaluator, StageInput, StageResult } from '../stage.js';
+import { evaluateGuardrails, promptTextParts, type BodyShape, type GuardrailVerdict, type ModelMode } from './index.js';
+
+/**
+ * The guardrails as the skills table's two stages: the regex stage (always
+ * acting) and the learned classifier (acting when the deployment enforces it,
+ * recorded in shadow). The surface id names the body's shape; a surface not
+ * listed parses nothing and is never scanned.
+ */
+
+const SHAPE_OF_SURFACE: Readonly<Record<string, BodyShape>> = {
+  chat_completions: 'chat_completions',
+  cloudx: 'chat_completions',
+  responses: 'responses',
+  messages: 'messages',
+  generate_content: 'generate_content',
+  converse: 'converse',
+  execute: 'native',
+};
+
+function partsOf(input: StageInput): string[] | undefined {
+  const shape = SHAPE_OF_SURFACE[input.surface];
+  return shape === undefined ? undefined : promptTextParts(shape, input.json());
+}
+
+function result(verdict: GuardrailVerdict): StageResult {
+  const detail = { detected: verdict.detected, ...(verdict.classifier ? { classifier: verdict.classifier } : {}) };
+  if (!verdict.complete) return { outcome: 'ceiling_exceeded', detail };
+  if (!verdict.refuse) return { outcome: 'miss', detail };
+  const message = `the prompt was refused by the gateway's guardrails (${verdict.detected.join(', ')})`;
+  return { outcome: 'hit', detail, refuse: { type: 'guardrail_violation', message, fields: { detected: verdict.detected } } };
+}
+
+function stage(modelMode: (input: StageInput) => ModelMode, regex: boolean): Evaluator {
+  return (input, deadline) => {
+    const parts = partsOf(input);
+    if (parts === undefined || parts.length === 0) return { outcome: 'skipped' };
+    const verdict = evaluateGuardrails(parts, { modelMode: modelMode(input), deadline, regex });
+    return result(verdict);
+  };
+}
+
+/** `guardrails`: the regex stage; a match refuses the request with every value detected. */
+export const regexStage = stage(() => 'off', true);
+
+/** `guardrails_model`: the classifier; it refuses (learned_injection) only where the engine runs it acting (enforce). */
+export const modelStage = stage((input) => (input.acting ? 'enforce' : 'shadow'), false);
