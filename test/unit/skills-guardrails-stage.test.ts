@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { GatewayError } from '../../src/errors.js';
+import type { GatewayError } from '../../src/errors.js';
 import { SkillEngine, type EngineSettings } from '../../src/skills/engine.js';
 import { SkillPool } from '../../src/skills/pool.js';
 import { SKILLS } from '../../src/skills/table.js';
