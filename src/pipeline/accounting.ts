@@ -1,6 +1,6 @@
 import { costUsd, pricedModel } from '../providers/catalog.js';
-import type { InspectorRing } from '../telemetry/ring.js';
-import type { Caller } from './auth.js';
+import type { Caller } from '../tenancy/types.js';
+import type { RowSink } from './types.js';
 import type { RelayOutcome } from './relay.js';
 
 export interface CallRecord {
@@ -19,9 +19,9 @@ export interface CallRecord {
  * saw (a stream without a usage event, a client gone before the reply): a cap
  * then keeps the call's whole reservation, never less than it may have cost.
  */
-export function account(ring: InspectorRing, rec: CallRecord): number | undefined {
+export function account(rows: RowSink, rec: CallRecord): number | undefined {
   const cost = costUsd(pricedModel(rec.model, rec.outcome.usage), rec.outcome.usage);
-  ring.push({
+  rows.push({
     request_id: rec.requestId,
     ts: new Date().toISOString(),
     tenant_id: rec.caller.org.org_id,

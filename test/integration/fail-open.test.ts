@@ -49,7 +49,7 @@ describe('fail-open: an internal fault relays the call directly to the provider'
 
   it('counts the bypass by stage and logs the reason', async () => {
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-    assert.match(metrics, /gw_passthrough_total\{stage="policy"\} [1-9]/);
+    assert.match(metrics, /gw_passthrough_total\{stage="admission"\} [1-9]/);
     assert.ok(gw.logs.some((l) => l.includes('relaying directly to the provider')));
   });
 

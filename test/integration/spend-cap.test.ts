@@ -3,7 +3,8 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
-import type { RelayPlan } from '../../src/pipeline/index.js';
+import type { Call } from '../../src/pipeline/types.js';
+import { spendCapStage } from '../../src/policy/spend-cap.js';
 import { costUsd } from '../../src/providers/catalog.js';
 import { EmbeddedDocStore } from '../../src/stores/embedded/doc-store.js';
 import { EmbeddedMeterStore } from '../../src/stores/embedded/meter-store.js';
@@ -109,18 +110,16 @@ for (const kind of STORES) {
       try {
         await caps.setCap('acme', 0.5, 'day');
         const body = Buffer.from(JSON.stringify({ model: 'gpt-4o', max_tokens: 20_000 }));
-        const plan = { caller: { org: { org_id: 'acme' } }, model: 'gpt-4o', body } as unknown as RelayPlan;
-        const stage = caps.stage();
-        const first = await stage.admit({} as never, plan);
+        const call = { org: { org_id: 'acme' }, provider: 'openai', model: 'gpt-4o', body } as unknown as Call;
+        const stage = spendCapStage(caps);
+        const first = await stage.admit(call);
         first.settle(0.4);
         const settled = await eventually(() => caps.status('acme'), (s) => s?.consumed_usd === 0.4);
         assert.deepEqual(settled, { cap_usd: 0.5, period: 'day', consumed_usd: 0.4, resets_at: '2026-11-22T00:00:00.000Z' });
-        await assert.rejects(async () => stage.admit({} as never, plan), { type: 'budget_exhausted', status: 402 });
-        // token counting costs nothing: an exhausted cap never refuses it
-        (await stage.admit({} as never, { ...plan, costless: true } as RelayPlan)).settle(0);
+        await assert.rejects(async () => stage.admit(call), { type: 'budget_exhausted', status: 402 });
         clock.now = Date.parse('2026-11-22T00:00:01Z');
         assert.deepEqual(await caps.status('acme'), { cap_usd: 0.5, period: 'day', consumed_usd: 0, resets_at: '2026-11-23T00:00:00.000Z' });
-        (await stage.admit({} as never, plan)).settle(0);
+        (await stage.admit(call)).settle(0);
       } finally {
         caps.close();
         await meter.close();

@@ -18,13 +18,15 @@ export function messagesUsage(reply: unknown): Usage | undefined {
   };
 }
 
-export const messagesStreamUsage = (): StreamUsageReader =>
-  sseUsageReader(['"usage"'], (event, acc) => {
-    const u = messagesUsage(event);
-    if (!u) return undefined;
-    // message_delta repeats only what changed; keep the input side from message_start
-    if (event['type'] === 'message_delta' && acc) {
-      return { input_tokens: u.input_tokens || acc.input_tokens, output_tokens: u.output_tokens, cached_tokens: u.cached_tokens || acc.cached_tokens };
-    }
-    return u;
-  });
+/** The stream's usage after one event, from what it was before (undefined: the event carries none). */
+export function nextMessagesUsage(event: Record<string, unknown>, acc: Usage | undefined): Usage | undefined {
+  const u = messagesUsage(event);
+  if (!u) return undefined;
+  // message_delta repeats only what changed; keep the input side from message_start
+  if (event['type'] === 'message_delta' && acc) {
+    return { input_tokens: u.input_tokens || acc.input_tokens, output_tokens: u.output_tokens, cached_tokens: u.cached_tokens || acc.cached_tokens };
+  }
+  return u;
+}
+
+export const messagesStreamUsage = (): StreamUsageReader => sseUsageReader(['"usage"'], nextMessagesUsage);
