@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 
 const restrict = (files, patterns) => ({
   files,
@@ -27,6 +28,18 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: ['src/settings.ts', 'src/main.ts'],
     rules: { 'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'read GW_ settings through src/settings.ts' }] },
+  },
+  {
+    // no circular import anywhere in src/: imports written `./x.js` resolve to the `./x.ts` source
+    files: ['src/**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js'], extensionAlias: { '.js': ['.ts', '.js'] } })],
+      // the imported modules are parsed too, to follow their imports
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import-x/extensions': ['.ts', '.js'],
+    },
+    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
   },
   restrict(['src/**/*.ts'], [SERVER, UWS, UNDICI, IOREDIS]),
   restrict(['src/server/**/*.ts'], [UNDICI, IOREDIS]),

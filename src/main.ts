@@ -38,9 +38,12 @@ import { IdpVerifier } from './tenancy/idp.js';
 import { ModelAccess } from './tenancy/model-access.js';
 import { KeySkills } from './tenancy/skills.js';
 import { VendorKeys } from './tenancy/vendor-keys.js';
-import { dedicatedTenantStage } from './tenancy/dedicated.js';
+import { dedicatedTenantStage } from './policy/dedicated.js';
+import { modelAccessStage } from './policy/model-access.js';
+import { rateLimitStage } from './policy/rate-limit.js';
+import { residencyStage } from './policy/residency.js';
+import { spendCapStage } from './policy/spend-cap.js';
 import { RateLimiter } from './tenancy/rate-limit.js';
-import { residencyStage } from './tenancy/residency.js';
 import { SpendCaps } from './tenancy/spend-cap.js';
 import { EmbeddedMeterStore } from './stores/embedded/meter-store.js';
 import type { MeterStore } from './stores/meter.js';
@@ -137,17 +140,17 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       upstream,
       metrics,
       log,
-      ring,
+      rows: ring,
       health: originHealth,
       limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
       storedKeys: vendorKeys,
-      policy: [
+      admission: [
         ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
         ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
-        modelAccess.stage(),
-        rateLimiter.stage(),
-        spendCaps.stage(),
+        modelAccessStage(modelAccess),
+        rateLimitStage(rateLimiter),
       ],
+      metering: [spendCapStage(spendCaps)],
     });
 
     let inFlight = () => 0;

@@ -21,3 +21,13 @@ export const CREDENTIAL_HEADERS: readonly string[] = [
   'x-gw-admin-key',
   'x-gw-config-secret',
 ];
+
+/** What a caller presented, sorted into the developer key and a pass-through vendor credential. */
+export interface Presented {
+  /** the developer key secret (`gw_…`) */
+  devKey: string | undefined;
+  /** a vendor credential the caller sent on the surface's own carrier or x-gw-provider-key */
+  vendorKey: string | undefined;
+  /** the carrier header the vendor credential came on */
+  vendorCarrier: string | undefined;
+}

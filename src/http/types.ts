@@ -3,7 +3,8 @@
  * these shapes; surfaces and the pipeline only ever see these.
  */
 import type { GatewayError } from '../errors.js';
-import type { Logger } from '../telemetry/log.js';
+// pino's type itself, so http/ (imported by telemetry/) imports nothing of telemetry/
+import type { Logger } from 'pino';
 import type { StageClock } from './stages.js';
 
 export type HeaderList = Array<[string, string]>;

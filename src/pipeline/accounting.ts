@@ -1,8 +1,8 @@
 import { costUsd, pricedModel } from '../providers/catalog.js';
 import type { ProviderId } from '../providers/types.js';
 import { countedUsage } from '../providers/usage/streamed-text.js';
-import type { InspectorRing } from '../telemetry/ring.js';
-import type { Caller } from './auth.js';
+import type { Caller } from '../tenancy/types.js';
+import type { RowSink } from './types.js';
 import type { RelayOutcome } from './relay.js';
 
 export interface CallRecord {
@@ -25,12 +25,12 @@ export interface CallRecord {
  * gateway saw nothing to count (a client gone before the reply): a cap then
  * keeps the call's whole reservation, never less than it may have cost.
  */
-export function account(ring: InspectorRing, rec: CallRecord): number | undefined {
+export function account(rows: RowSink, rec: CallRecord): number | undefined {
   const { outcome } = rec;
   // the tokenizer runs here only, once, for a stream that ended without usage
   const usage = outcome.usage ?? (outcome.streamedText && countedUsage(outcome.streamedText, rec.requestBody));
   const cost = costUsd(pricedModel(rec.model, usage), usage, rec.provider);
-  ring.push({
+  rows.push({
     request_id: rec.requestId,
     ts: new Date().toISOString(),
     tenant_id: rec.caller.org.org_id,

@@ -1,25 +1,9 @@
 import { GatewayError } from '../errors.js';
 import type { GatewayRequest, KeyCarrier } from '../http/types.js';
-import { bearerToken, DEV_KEY_PREFIX } from '../http/credentials.js';
+import { bearerToken, DEV_KEY_PREFIX, type Presented } from '../http/credentials.js';
 import { queryParam } from '../http/query.js';
 import type { Directory } from '../tenancy/directory.js';
-import type { DevKey, Org } from '../tenancy/types.js';
-
-export interface Caller {
-  key: DevKey;
-  org: Org;
-}
-
-export interface Presented {
-  /** the developer key secret (`gw_…`) */
-  devKey: string | undefined;
-  /** a vendor credential the caller sent on the surface's own carrier or x-gw-provider-key */
-  vendorKey: string | undefined;
-  /** the carrier header the vendor credential came on */
-  vendorCarrier: string | undefined;
-}
-
-
+import type { Caller } from '../tenancy/types.js';
 
 /** Sorts what the caller presented into the developer key and a pass-through vendor credential. */
 export function presentedCredentials(req: GatewayRequest, carriers: readonly KeyCarrier[]): Presented {

@@ -1,21 +1,8 @@
 import { GatewayError } from '../errors.js';
-import type { StageClock } from '../http/stages.js';
 import type { GatewayRequest } from '../http/types.js';
-import type { Location } from '../providers/adapter.js';
-import type { ProviderCredential, ProviderId } from '../providers/types.js';
-import type { Caller, Presented } from './auth.js';
-
-/** A provider key stored for an org, decrypted, with where it points. */
-export interface StoredCredential {
-  credential: ProviderCredential;
-  location: Location;
-}
-
-/** Stored provider keys as the pipeline sees them (implemented in tenancy/). */
-export interface StoredKeys {
-  /** may wait on the store; bounded by GW_BYOK_STORE_TIMEOUT_S inside, a timeout naming the running stage from `stages` */
-  find(orgId: string, provider: ProviderId, stages: StageClock): Promise<StoredCredential | undefined> | StoredCredential | undefined;
-}
+import type { Presented } from '../http/credentials.js';
+import type { ProviderId } from '../providers/types.js';
+import type { StoredCredential, StoredKeys } from '../tenancy/vendor-keys.js';
 
 /**
  * Pass-through beats stored; neither is 402 onboarding_incomplete. Answers
@@ -24,7 +11,7 @@ export interface StoredKeys {
 export function resolveCredential(
   stored: StoredKeys,
   req: GatewayRequest,
-  caller: Caller,
+  orgId: string,
   presented: Presented,
   provider: ProviderId,
 ): StoredCredential | Promise<StoredCredential> {
@@ -36,7 +23,7 @@ export function resolveCredential(
     };
   }
   req.stages.begin('byok_store');
-  const found = stored.find(caller.org.org_id, provider, req.stages);
+  const found = stored.find(orgId, provider, req.stages);
   if (found instanceof Promise) return found.then((f) => storedOr402(f, req, provider));
   return storedOr402(found, req, provider);
 }

@@ -1,21 +1,17 @@
 import { GatewayError } from '../errors.js';
-import type { GatewayRequest, HeaderList, ResponseSink, Surface } from '../http/types.js';
-import type { Location, ProviderAdapter } from '../providers/adapter.js';
+import type { GatewayRequest, HeaderList, ResponseSink, Route } from '../http/types.js';
 import type { Providers } from '../providers/index.js';
-import type { ProviderId, UpstreamRequest } from '../providers/types.js';
 import type { Directory } from '../tenancy/directory.js';
+import type { StoredKeys } from '../tenancy/vendor-keys.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
-import type { InspectorRing } from '../telemetry/ring.js';
 import type { Upstream } from '../upstream/client.js';
 import type { OriginHealth } from '../upstream/health.js';
-import type { ReplyTransform } from '../translate/types.js';
-import { account } from './accounting.js';
-import { resolveCredential, type StoredKeys } from './credentials.js';
-import { admitAll, type Admission, type PolicyStage } from './policy.js';
-import { authenticate, presentedCredentials, type Caller, type Presented } from './auth.js';
-import { forwardHeaders } from './forward-headers.js';
-import { relay, type RelayDeps, type RelayLimits } from './relay.js';
+import { Exchange } from './exchange.js';
+import type { RelayDeps, RelayLimits } from './relay.js';
+import { runStages } from './runner.js';
+import { accountFor, authenticateStage, dispatch, dispatchStage, planStage, PolicyList, sendAnswer, skillsStage, type AccountingDeps, type DispatchDeps } from './stages.js';
+import { NO_SKILLS, type PolicyStage, type RouteRow, type RowSink, type SkillsStage, type Stage, type Verdict } from './types.js';
 
 export interface PipelineDeps {
   directory: Directory;
@@ -23,133 +19,138 @@ export interface PipelineDeps {
   upstream: Upstream;
   metrics: Metrics;
   log: Logger;
-  ring: InspectorRing;
   limits: RelayLimits;
   health: OriginHealth;
   storedKeys: StoredKeys;
-  /** the tenant's policy, in the order main.ts gives (dedicated tenant, residency, model access, rate, spend cap) */
-  policy: readonly PolicyStage[];
+  /** admission, in order: an overload-shedding hook first when there is one, then the tenant's policy (dedicated tenant, residency, model access, rate) */
+  admission: readonly PolicyStage[];
+  /** metering, after the skills: the spend-cap reservation on the body they produced */
+  metering: readonly PolicyStage[];
+  /** the skill engine; none by default */
+  skills?: SkillsStage;
+  /** where accounting writes each finished request's row */
+  rows: RowSink;
 }
 
-/** One relayed call, as a surface describes it after its minimal parse. */
-export interface RelayPlan {
-  surface: Surface;
-  caller: Caller;
-  presented: Presented;
-  provider: ProviderId;
-  location?: Location;
-  model: string | undefined;
-  /** the vendor's path and query; a function when it depends on the resolved location (a stored key's project or region) */
-  path: string | ((location: Location) => string);
-  body: Buffer;
-  /** caller headers that go upstream although they are normally dropped */
-  keepHeaders?: readonly string[];
-  /** headers the vendor's format requires, over the caller's (a translated call's anthropic-version) */
-  headers?: Readonly<Record<string, string>>;
-  /** set on a translated call: rewrites the vendor's reply into the caller's format */
-  reply?: ReplyTransform;
-  /** the vendor does not bill the call (token counting): nothing is reserved against a spend cap */
-  costless?: true;
-  /** the route relays arbitrary vendor paths whose replies may be audio or text (cloudx generic) */
-  opaqueReplies?: true;
-}
-
-const SERVED_BY_PIPELINE: HeaderList = [['x-gw-served-by', 'pipeline']];
 const SERVED_DIRECTLY: HeaderList = [
   ['x-gw-served-by', 'direct_passthrough'],
   ['x-gw-warnings', '_passthrough'],
 ];
 
+/** Stages whose fault is the gateway's own machinery before dispatch: the call is relayed directly instead. */
+const FAILS_OPEN = new Set(['admission', 'skills', 'metering']);
+
 /**
- * A request's way through the gateway: authenticate → policy admission →
- * credential → dispatch → accounting, with the policy settled on the real
- * cost. Surfaces call it; it knows no uWS and no undici types.
+ * The request skeleton, one for every surface: authenticate → plan →
+ * admission → skills → metering → dispatch, run by one runner, then
+ * accounting. A route row names its surface and its planner; the pipeline
+ * does the rest. It knows no uWS and no undici types.
+ *
+ * Errors come from the edge (authentication, the plan's validation, the
+ * tenant's policy) or from the provider. A fault of the gateway's own stages
+ * (admission, skills, metering) relays the call as planned, before any
+ * skill's change, directly to the provider (`x-gw-served-by:
+ * direct_passthrough`); a fault in dispatch, or in that direct relay, is a
+ * clean 502, never a second run of the code that failed.
  */
 export class Pipeline {
-  /** what the relay needs, put together once rather than per call */
-  private readonly relayDeps: RelayDeps;
+  private readonly stages: readonly Stage<Exchange>[];
+  private readonly dispatchDeps: DispatchDeps;
+  private readonly accounting: AccountingDeps;
 
   constructor(private readonly deps: PipelineDeps) {
-    this.relayDeps = { upstream: deps.upstream, metrics: deps.metrics, limits: deps.limits, health: deps.health };
+    const relayDeps: RelayDeps = { upstream: deps.upstream, metrics: deps.metrics, limits: deps.limits, health: deps.health };
+    this.dispatchDeps = { providers: deps.providers, storedKeys: deps.storedKeys, relay: relayDeps, located: [...deps.admission, ...deps.metering].filter((p) => p.located) };
+    this.accounting = { rows: deps.rows, metrics: deps.metrics };
+    this.stages = [
+      authenticateStage(deps.directory),
+      planStage(deps.providers),
+      new PolicyList('admission', deps.admission, 'policy_'),
+      skillsStage(deps.skills ?? NO_SKILLS),
+      new PolicyList('metering', deps.metering, 'metering_', true),
+      dispatchStage(this.dispatchDeps),
+    ];
   }
 
-  authenticate(req: GatewayRequest, surface: Surface): { caller: Caller; presented: Presented } {
-    req.stages.begin('auth');
-    const presented = presentedCredentials(req, surface.carriers);
-    const caller = authenticate(this.deps.directory, presented.devKey);
-    req.stages.end();
-    return { caller, presented };
+  /** The front's routes for a surface's route rows. */
+  routes(rows: readonly RouteRow[]): Route[] {
+    return rows.map((row) => ({ method: row.method, path: row.path, surface: row.surface, handler: (req, res) => this.handle(req, res, row) }));
   }
 
-  async relay(req: GatewayRequest, res: ResponseSink, plan: RelayPlan): Promise<void> {
-    res.meta.tenant = plan.caller.org.org_id;
-    res.meta.provider = plan.provider;
-    res.meta.model = plan.model;
-    const adapter = this.deps.providers.get(plan.provider);
-    let admission: Admission;
+  private handle(req: GatewayRequest, res: ResponseSink, row: RouteRow): Promise<void> | void {
+    const ex = new Exchange(req, res, row);
+    let run: Verdict | Promise<Verdict>;
     try {
-      const admitted = admitAll(this.deps.policy, req, plan);
-      admission = admitted instanceof Promise ? await admitted : admitted;
+      run = runStages(this.stages, ex);
     } catch (err) {
-      if (err instanceof GatewayError) throw err;
-      await this.passthrough(req, res, plan, adapter, 'policy', err);
-      return;
+      return this.recover(ex, err);
     }
-    let cost: number | undefined = 0;
-    try {
-      cost = await this.dispatch(req, res, plan, adapter, SERVED_BY_PIPELINE);
-    } catch (err) {
-      if (err instanceof GatewayError || res.started) throw err;
-      // settled below with what the direct call cost
-      cost = await this.passthrough(req, res, plan, adapter, 'dispatch', err);
-    } finally {
-      admission.settle(cost);
+    if (run instanceof Promise) {
+      return run.then(
+        (v) => this.finish(ex, v),
+        (err: unknown) => this.recover(ex, err),
+      );
     }
+    this.finish(ex, run);
+  }
+
+  /** the run's last verdict: an answer is sent, a refusal thrown to the front; then accounting */
+  private finish(ex: Exchange, v: Verdict): void {
+    if (v.kind === 'refuse') {
+      ex.settle(0);
+      throw v.error;
+    }
+    if (v.kind === 'answer') sendAnswer(ex, v);
+    this.account(ex);
+  }
+
+  /** A refusal releases what was reserved; a fault fails open, or is a clean 502 where it cannot. */
+  private recover(ex: Exchange, err: unknown): Promise<void> | void {
+    if (!(err instanceof GatewayError) && !ex.res.started && ex.plan && FAILS_OPEN.has(ex.at)) return this.relayDirectly(ex, err);
+    ex.settle(0);
+    // a fault before there is a plan has nothing to relay: the front answers it as internal_error
+    if (err instanceof GatewayError || ex.res.started || !ex.plan) throw err;
+    throw this.unrelayable(ex, err);
   }
 
   /**
-   * Fail-open: a fault in the gateway's own machinery (a policy stage,
-   * the dispatch machinery) never becomes an error. The call goes to the
-   * provider as the caller sent it, without policy admission (residency is
-   * still checked on the resolved location: it is a refusal, not machinery),
-   * marked `x-gw-served-by: direct_passthrough`; it is accounted like any
-   * call, and the reason is logged and counted.
+   * Fail-open: the call goes to the provider as planned, before any
+   * skill's change, without admission or metering (the resolved location's
+   * residency is still checked: a refusal, not machinery), marked
+   * `direct_passthrough`; accounted like any call, the reason logged and counted.
    */
-  private async passthrough(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, stage: string, err: unknown): Promise<number | undefined> {
-    this.deps.metrics.passthrough.inc({ stage });
-    req.log.warn({ err, stage }, 'internal fault: relaying directly to the provider');
-    return this.dispatch(req, res, plan, adapter, SERVED_DIRECTLY);
+  private async relayDirectly(ex: Exchange, fault: unknown): Promise<void> {
+    this.deps.metrics.passthrough.inc({ stage: ex.at });
+    ex.req.log.warn({ err: fault, stage: ex.at }, 'internal fault: relaying directly to the provider');
+    const plan = ex.plan as NonNullable<Exchange['plan']>;
+    const call = ex.call as NonNullable<Exchange['call']>;
+    call.body = plan.body;
+    call.model = plan.model;
+    let answer;
+    try {
+      answer = await dispatch(this.dispatchDeps, ex, SERVED_DIRECTLY, plan.body);
+    } catch (err) {
+      ex.settle(0);
+      if (err instanceof GatewayError || ex.res.started) throw err;
+      throw this.unrelayable(ex, err);
+    }
+    if (answer) sendAnswer(ex, answer);
+    this.account(ex);
   }
 
-  /** credential → request → relay → accounting; returns the call's cost (undefined: billed, usage unseen) */
-  private async dispatch(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, servedBy: HeaderList): Promise<number | undefined> {
-    const { providers, metrics, ring } = this.deps;
-    const resolved = resolveCredential(this.deps.storedKeys, req, plan.caller, plan.presented, plan.provider);
-    const { credential, location: storedLocation } = resolved instanceof Promise ? await resolved : resolved;
-    const location = { ...adapter.defaultLocation, ...storedLocation, ...plan.location };
-    for (const stage of this.deps.policy) stage.located?.(plan, location);
-    const unsigned: UpstreamRequest = {
-      origin: providers.origin(plan.provider, location),
-      path: typeof plan.path === 'string' ? plan.path : plan.path(location),
-      method: 'POST',
-      headers: plan.headers ? { ...forwardHeaders(req.headers, plan.keepHeaders), ...plan.headers } : forwardHeaders(req.headers, plan.keepHeaders),
-      body: plan.body,
-    };
-    const authorized = adapter.authorize(unsigned, credential, location);
-    const request = authorized instanceof Promise ? await authorized : authorized;
-    const outcome = await relay(this.relayDeps, req, res, adapter, request, { gatewayHeaders: servedBy, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
-    if (outcome.overheadMs !== undefined) metrics.observeOverhead(plan.surface.id, outcome.overheadMs / 1000);
-    const cost = account(ring, {
-      requestId: req.id,
-      endpoint: plan.surface.id,
-      provider: plan.provider,
-      model: plan.model,
-      caller: plan.caller,
-      outcome,
-      latencyMs: req.stages.elapsedMs,
-      requestBody: request.body ?? plan.body,
-    });
-    metrics.recordUsage(plan.provider, outcome.usage, cost ?? 0);
-    return cost;
+  /** a fault in the relay machinery itself: a clean 502, logged with its cause */
+  private unrelayable(ex: Exchange, err: unknown): GatewayError {
+    ex.req.log.error({ err, stage: ex.at }, 'internal fault in dispatch: the call could not be relayed');
+    return new GatewayError('upstream_unavailable', 'the gateway could not relay the call to the provider', { cause: err });
+  }
+
+  /** accounting: its own fault never becomes the caller's error (the reply has gone) */
+  private account(ex: Exchange): void {
+    ex.at = 'accounting';
+    try {
+      accountFor(this.accounting, ex);
+    } catch (err) {
+      ex.req.log.error({ err }, 'accounting failed; the reply was sent');
+    }
   }
 }

@@ -87,6 +87,7 @@ class RelayExchange implements UpstreamSink {
   private mode: 'pending' | 'stream' | 'buffer' = 'pending';
   private parts: Buffer[] = [];
   private size = 0;
+  /** an untranslated stream's usage reader (a translator reads usage in its own pass) */
   private reader: StreamUsageReader | undefined;
   private idle: NodeJS.Timeout | undefined;
   private lastChunkAt = 0;
@@ -136,12 +137,13 @@ class RelayExchange implements UpstreamSink {
     this.headers = relayResponseHeaders(headers);
     if (status >= 200 && status < 300 && isStream(headers['content-type'])) {
       this.mode = 'stream';
-      this.reader = this.provider.streamUsage();
       const { transform } = this.reply;
+      // a translated stream is read once, by its translator, which also reads its usage
       if (transform) {
         this.translator = transform.stream();
         retype(this.headers, transform.streamContentType);
       } else {
+        this.reader = this.provider.streamUsage();
         this.framing = framingFor(String(headers['content-type']));
       }
       this.res.start(status, this.withGatewayHeaders());
@@ -163,9 +165,13 @@ class RelayExchange implements UpstreamSink {
       this.size += chunk.length;
       return true;
     }
-    this.reader?.push(chunk);
     this.lastChunkAt = performance.now();
-    const out = this.translator ? this.translator.push(chunk) : this.wholeEvents(chunk);
+    let out;
+    if (this.translator) out = this.translator.push(chunk);
+    else {
+      this.reader?.push(chunk);
+      out = this.wholeEvents(chunk);
+    }
     if (out === undefined || this.res.write(out)) return true;
     this.res.onDrain(() => this.call?.resume());
     return false;
@@ -194,11 +200,10 @@ class RelayExchange implements UpstreamSink {
         this.settle(err.status, err);
         return;
       }
-      usage = this.provider.usageFromJson(json);
       if (transform) {
-        body = transform.json(json);
+        ({ body, usage } = transform.json(json));
         retype(this.headers, 'application/json');
-      }
+      } else usage = this.provider.usageFromJson(json);
     } else if (transform) {
       body = transform.error(status, body, this.upstreamHeaders);
       retype(this.headers, 'application/json');
@@ -269,7 +274,7 @@ class RelayExchange implements UpstreamSink {
     return h;
   }
 
-  private settle(status: number, error?: GatewayError, usage: Usage | undefined = this.reader?.usage()): void {
+  private settle(status: number, error?: GatewayError, usage: Usage | undefined = (this.translator ?? this.reader)?.usage()): void {
     if (this.settled) return;
     this.settled = true;
     clearTimeout(this.idle);

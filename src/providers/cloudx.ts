@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors.js';
-import { printableKey, type ProviderAdapter } from './adapter.js';
-import { openai } from './openai.js';
+import { printableKey, withQuery, type ProviderAdapter } from './adapter.js';
+import { openai, openaiRequestedOutput } from './openai.js';
 
 /** Azure OpenAI resource hosts, the only cloudx endpoints allowed (no open proxy): one DNS label under either service domain. */
 const RESOURCE_HOST = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\.(?:openai\.azure\.com|cognitiveservices\.azure\.com)$/;
@@ -52,6 +52,17 @@ export const cloudx: ProviderAdapter = {
     }
     return cloudxEndpoint(loc.endpoint);
   },
+  // checked where the hostname is built (publicOrigin), unless GW_UPSTREAM_CLOUDX replaces every resource
+  readLocation(headers) {
+    const endpoint = headers['x-gw-azure-endpoint'];
+    return endpoint === undefined ? undefined : { endpoint };
+  },
+  address(op) {
+    if (op.op === 'vendor_path') return { path: op.path };
+    if (op.op === 'responses') return { path: withQuery('/openai/v1/responses', op.query) };
+    return undefined;
+  },
+  requestedOutput: openaiRequestedOutput,
   authorize(req, cred) {
     const header: Record<string, string> = cred.scheme === 'bearer' ? { authorization: `Bearer ${cred.secret}` } : { 'api-key': cred.secret };
     return { ...req, headers: { ...req.headers, ...header } };

@@ -2,7 +2,7 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { GatewayError } from '../errors.js';
-import { printableKey, type ProviderAdapter } from './adapter.js';
+import { outputReader, printableKey, type Location, type ProviderAdapter } from './adapter.js';
 import type { UpstreamRequest } from './types.js';
 import { converseStreamUsage, converseUsage } from './usage/converse.js';
 
@@ -19,8 +19,17 @@ export const isAccessKeyPair = (secret: string): boolean => ACCESS_KEY_PAIR.test
 /** Caller headers that belong to a signature of the caller's own and must not leak into ours. */
 const CALLER_SIGNING_HEADERS = ['authorization', 'x-amz-date', 'x-amz-security-token', 'x-amz-content-sha256'];
 
+/**
+ * THE check of an AWS region, whoever named it (x-gw-aws-region, a stored
+ * key): it becomes a hostname label and a signing scope, so nothing else may pass.
+ */
+function checkedRegion(region: string): string {
+  if (!isAwsRegion(region)) throw new GatewayError('request_error', `not an AWS region: ${JSON.stringify(String(region).slice(0, 64))} (x-gw-aws-region, or the stored key's region)`, { fields: { field: 'x-gw-aws-region' } });
+  return region;
+}
+
 /** The Bedrock path segment of a model id, encoded as the AWS SDKs encode it (`:` as %3A, an ARN's `/` as %2F). */
-export const encodeModelId = (modelId: string): string => encodeURIComponent(modelId).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const encodeModelId = (modelId: string): string => encodeURIComponent(modelId).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /** The caller's headers without the parts of a signature of its own (the gateway attaches the credential). */
 function withoutCallerSignature(headers: Record<string, string>): Record<string, string> {
@@ -66,11 +75,20 @@ export const cloudy: ProviderAdapter = {
   },
   defaultLocation: { region: DEFAULT_AWS_REGION },
   publicOrigin(loc) {
-    const region = loc.region ?? DEFAULT_AWS_REGION;
-    // the region becomes a hostname label: checked here, whichever route supplied it (no SSRF)
-    if (!isAwsRegion(region)) throw new GatewayError('request_error', `not an AWS region: ${JSON.stringify(region.slice(0, 64))}`, { fields: { field: 'x-gw-aws-region' } });
-    return `https://bedrock-runtime.${region}.amazonaws.com`;
+    return `https://bedrock-runtime.${checkedRegion(loc.region ?? DEFAULT_AWS_REGION)}.amazonaws.com`;
   },
+  readLocation(headers): Location | undefined {
+    const region = headers['x-gw-aws-region'];
+    return region === undefined ? undefined : { region };
+  },
+  checkLocation(loc) {
+    if (loc.region !== undefined) checkedRegion(loc.region);
+  },
+  address(op) {
+    if (op.op !== 'converse') return undefined;
+    return { path: `/model/${encodeModelId(op.model)}/${op.stream ? 'converse-stream' : 'converse'}` };
+  },
+  requestedOutput: outputReader([['inferenceConfig', 'maxTokens']]),
   authorize(req, cred, loc) {
     // a stored key says what it is; x-gw-provider-key (scheme api_key) carries either, told apart by shape
     const pair = cred.scheme === 'aws_sigv4' || (cred.scheme === 'api_key' && isAccessKeyPair(cred.secret));

@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors.js';
-import { printableKey, type Location, type ProviderAdapter } from './adapter.js';
+import { modelSegment, outputReader, printableKey, type Addressed, type Location, type Operation, type ProviderAdapter } from './adapter.js';
+import { generateMethod } from './genvendor.js';
 import type { StreamUsageReader, Usage } from './types.js';
 import { generateContentStreamUsage, generateContentUsage } from './usage/generate-content.js';
 import { messagesStreamUsage, messagesUsage } from './usage/messages.js';
@@ -20,6 +21,11 @@ export const genvendorVertex: ProviderAdapter = {
     if (!VERTEX_LOCATION.test(location)) throw new GatewayError('request_error', `not a Vertex location: ${JSON.stringify(location.slice(0, 64))}`, { fields: { field: 'x-gw-vertex-location' } });
     return location === 'global' ? 'https://aiplatform.googleapis.com' : `https://${location}-aiplatform.googleapis.com`;
   },
+  readLocation: vertexLocationOf,
+  // the path checks project and location once they are resolved (vertexTarget); the origin checks the location label
+  address,
+  // it hosts both formats: whichever limit the body sets
+  requestedOutput: outputReader([['max_tokens'], ['generationConfig', 'maxOutputTokens']], [['generationConfig', 'candidateCount']]),
   authorize(req, cred) {
     return { ...req, headers: { ...req.headers, authorization: `Bearer ${cred.secret}` } };
   },
@@ -35,9 +41,41 @@ export const genvendorVertex: ProviderAdapter = {
   },
 };
 
-/** Vertex path of a model under a publisher, e.g. `…/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict` */
-export function vertexModelPath(project: string, location: string, publisher: 'google' | 'anthropic', model: string, method: string): string {
-  return `/v1/projects/${encodeURIComponent(project)}/locations/${encodeURIComponent(location)}/publishers/${publisher}/models/${model}:${method}`;
+/** Vertex path of a model under a publisher, e.g. `…/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict`, at the resolved location */
+const modelPath =
+  (publisher: 'google' | 'anthropic', model: string, method: string, query = '') =>
+  (loc: Location): string => {
+    const { project, location } = vertexTarget(loc);
+    return `/v1/projects/${encodeURIComponent(project)}/locations/${encodeURIComponent(location)}/publishers/${publisher}/models/${model}:${method}${query === '' ? '' : `?${query}`}`;
+  };
+
+/** The body version Anthropic models on Vertex take in place of the anthropic-version header. */
+const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
+
+/**
+ * Vertex hosts generate-content for Google's models and the Messages API for
+ * Anthropic's, under Anthropic's rules for Claude on Vertex: the model moves
+ * into the path (`rawPredict`, `streamRawPredict` or the `count-tokens`
+ * model), `anthropic_version` joins the body unless the caller set one, and
+ * the caller's query (the SDK's `beta=true`) has no meaning there.
+ */
+function address(op: Operation): Addressed | undefined {
+  switch (op.op) {
+    case 'generate_content':
+      return { path: modelPath('google', modelSegment(op.model), generateMethod(op.stream), op.query) };
+    case 'messages':
+    case 'count_tokens': {
+      if (!op.parsed) return undefined;
+      const model = modelSegment(op.model);
+      const body: Record<string, unknown> = { ...op.parsed };
+      if (op.op === 'messages') delete body['model'];
+      body['anthropic_version'] ??= VERTEX_ANTHROPIC_VERSION;
+      const path = op.op === 'count_tokens' ? modelPath('anthropic', 'count-tokens', 'rawPredict') : modelPath('anthropic', model, op.stream ? 'streamRawPredict' : 'rawPredict');
+      return { path, body: Buffer.from(JSON.stringify(body)) };
+    }
+    default:
+      return undefined;
+  }
 }
 
 /** GCP project ids: 6-30 of lowercase letters, digits and hyphens, starting with a letter (or a project number). */
@@ -61,7 +99,8 @@ export function vertexTarget(loc: Location): { project: string; location: string
 }
 
 /** The project and location a caller names with `x-gw-vertex-project` / `x-gw-vertex-location` (checked by vertexTarget). */
-export function vertexLocationOf(headers: Readonly<Record<string, string>>): Location {
+function vertexLocationOf(headers: Readonly<Record<string, string>>): Location | undefined {
+  if (headers['x-gw-vertex-project'] === undefined && headers['x-gw-vertex-location'] === undefined) return undefined;
   const loc: Location = {};
   const project = headers['x-gw-vertex-project'];
   const location = headers['x-gw-vertex-location'];

@@ -1,5 +1,10 @@
-import { printableKey, type ProviderAdapter } from './adapter.js';
+import { modelSegment, outputReader, printableKey, withQuery, type ProviderAdapter } from './adapter.js';
 import { generateContentStreamUsage, generateContentUsage } from './usage/generate-content.js';
+
+export const generateContentRequestedOutput = outputReader([['generationConfig', 'maxOutputTokens']], [['generationConfig', 'candidateCount']]);
+
+/** `:generateContent` or `:streamGenerateContent` */
+export const generateMethod = (stream: boolean): string => (stream ? 'streamGenerateContent' : 'generateContent');
 
 /**
  * The Gemini developer API (generativelanguage). An API key rides on
@@ -9,6 +14,11 @@ export const genvendor: ProviderAdapter = {
   id: 'genvendor',
   storedCredential: { kinds: { api_key: printableKey('api_key') }, location: [] },
   publicOrigin: () => 'https://generativelanguage.googleapis.com',
+  address(op) {
+    if (op.op !== 'generate_content') return undefined;
+    return { path: withQuery(`/v1beta/models/${modelSegment(op.model)}:${generateMethod(op.stream)}`, op.query) };
+  },
+  requestedOutput: generateContentRequestedOutput,
   authorize(req, cred) {
     const auth: Record<string, string> = cred.scheme === 'bearer' ? { authorization: `Bearer ${cred.secret}` } : { 'x-goog-api-key': cred.secret };
     return { ...req, headers: { ...req.headers, ...auth } };

@@ -1,5 +1,14 @@
-import { printableKey, type ProviderAdapter } from './adapter.js';
+import { outputReader, printableKey, withQuery, type Addressed, type Operation, type ProviderAdapter } from './adapter.js';
 import { openaiReplyUsage, openaiStreamUsage } from './usage/openai.js';
+
+function address(op: Operation): Addressed | undefined {
+  if (op.op === 'chat_completions') return { path: '/v1/chat/completions' };
+  if (op.op === 'responses') return { path: withQuery('/v1/responses', op.query) };
+  return undefined;
+}
+
+/** chat completions (`max_tokens`, `max_completion_tokens`, `n`) and the Responses API (`max_output_tokens`) */
+export const openaiRequestedOutput = outputReader([['max_tokens'], ['max_completion_tokens'], ['max_output_tokens']], [['n']]);
 
 export const openai: ProviderAdapter = {
   id: 'openai',
@@ -8,6 +17,8 @@ export const openai: ProviderAdapter = {
   authorize(req, cred) {
     return { ...req, headers: { ...req.headers, authorization: `Bearer ${cred.secret}` } };
   },
+  address,
+  requestedOutput: openaiRequestedOutput,
   usageFromJson: openaiReplyUsage,
   streamUsage: openaiStreamUsage,
 };

@@ -1,7 +1,7 @@
 import { canaryPercent, type StoredMode } from '../tenancy/skills.js';
 
 /**
- * Which arm a request is in for one skill (CONTRACT §9a, §9c): `prod` is all
+ * Which arm a request is in for one skill: `prod` is all
  * treatment, `shadow` is shadow, `canary:N` puts N percent of sessions in
  * treatment and the rest in control. The draw hashes the skill with the
  * session id (else the request id), so a session keeps its arm while N is

@@ -191,6 +191,6 @@ export class SkillEngine {
 
 const reasonOf = (r: SkillReport) => (typeof r.detail?.['reason'] === 'string' ? ` (${r.detail['reason']})` : '');
 
-/** `x-gw-skill-<id with _ as ->: <outcome>` for every stage that ran or was drawn into control (CONTRACT §8). */
+/** `x-gw-skill-<id with _ as ->: <outcome>` for every stage that ran or was drawn into control. */
 export const skillHeaders = (reports: readonly SkillReport[]): Array<[string, string]> =>
   reports.map((r) => [`x-gw-skill-${r.skill.replaceAll('_', '-')}`, r.outcome]);

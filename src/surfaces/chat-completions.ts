@@ -2,8 +2,10 @@ import { GatewayError } from '../errors.js';
 import type { GatewayRequest, Route } from '../http/types.js';
 import { peekTopLevelString } from '../http/json-peek.js';
 import { parseJsonObject } from '../http/validate.js';
-import type { Presented } from '../pipeline/auth.js';
+import type { Presented } from '../http/credentials.js';
 import type { Pipeline } from '../pipeline/index.js';
+import type { Planner } from '../pipeline/types.js';
+import type { Operation } from '../providers/adapter.js';
 import { lookupModel } from '../providers/catalog.js';
 import { chatTranslator } from '../translate/index.js';
 import type { ChatRequest, ReplyContext } from '../translate/types.js';
@@ -39,29 +41,20 @@ const asApiKey = (presented: Presented): Presented => (presented.vendorCarrier =
  * goes upstream as received; for another vendor it is translated to that
  * vendor's format and the reply, streamed or whole, translated back.
  */
-export function chatCompletionsRoutes(pipeline: Pipeline): Route[] {
-  return [
-    {
-      method: 'POST',
-      path: '/v1/chat/completions',
-      surface,
-      async handler(req, res) {
-        const { caller, presented } = pipeline.authenticate(req, surface);
-        // an OpenAI model needs only its name, so its body is not parsed at all; a translated call needs it whole
-        const peeked = peekTopLevelString(req.body, 'model');
-        const body = typeof peeked === 'string' && peeked !== '' && !translatorFor(peeked) ? undefined : parseJsonObject(req.body);
-        const model = body ? body['model'] : peeked;
-        if (typeof model !== 'string' || model === '') throw new GatewayError('request_error', 'model: required string', { fields: { field: 'model' } });
-        const entry = lookupModel(model);
-        const translate = translatorFor(model);
-        if (!body || !translate || !entry) {
-          await pipeline.relay(req, res, { surface, caller, presented, provider: 'openai', model, path: '/v1/chat/completions', body: req.body });
-          return;
-        }
-        const chat = body as ChatRequest;
-        const call = translate(chat, replyContext(req, chat), req.headers, entry);
-        await pipeline.relay(req, res, { surface, caller, presented: asApiKey(presented), model, ...call });
-      },
-    },
-  ];
-}
+const plan: Planner = (req, { providers, presented }) => {
+  // an OpenAI model needs only its name, so its body is not parsed at all; a translated call needs it whole
+  const peeked = peekTopLevelString(req.body, 'model');
+  const body = typeof peeked === 'string' && peeked !== '' && !translatorFor(peeked) ? undefined : parseJsonObject(req.body);
+  const model = body ? body['model'] : peeked;
+  if (typeof model !== 'string' || model === '') throw new GatewayError('request_error', 'model: required string', { fields: { field: 'model' } });
+  const entry = lookupModel(model);
+  const translate = translatorFor(model);
+  if (!body || !translate || !entry) return { ...providers.target('openai', CHAT, req.headers), model, body: req.body };
+  const chat = body as ChatRequest;
+  const call = translate(chat, replyContext(req, chat), entry);
+  return { ...providers.target(entry.provider, call.operation, req.headers), model, body: call.body, headers: call.headers, reply: call.reply, presented: asApiKey(presented) };
+};
+
+const CHAT: Operation = { op: 'chat_completions' };
+
+export const chatCompletionsRoutes = (pipeline: Pipeline): Route[] => pipeline.routes([{ method: 'POST', path: '/v1/chat/completions', surface, plan }]);

@@ -1,23 +1,11 @@
 import type { GatewayRequest, Route } from '../http/types.js';
-import type { Location } from '../providers/adapter.js';
 import type { Pipeline } from '../pipeline/index.js';
+import type { Planner } from '../pipeline/types.js';
+import { withQuery } from '../providers/adapter.js';
 import { SURFACES } from './index.js';
 
 const surface = SURFACES.cloudx;
 const PREFIX = '/cloudx/compat';
-
-/**
- * The Azure resource a cloudx call names with `x-gw-azure-endpoint`; the
- * adapter checks it against the allowlist (unless GW_UPSTREAM_CLOUDX replaces
- * every resource's origin). Without the header a stored key's endpoint applies.
- */
-export function cloudxLocation(req: GatewayRequest): Location | undefined {
-  const endpoint = req.headers['x-gw-azure-endpoint'];
-  return endpoint === undefined ? undefined : { endpoint };
-}
-
-/** `path?query` as the caller sent it, for relaying to the resource. */
-export const withQuery = (path: string, query: string): string => (query === '' ? path : `${path}?${query}`);
 
 const DEPLOYMENT = /^\/openai\/deployments\/([^/]+)\//;
 
@@ -48,28 +36,15 @@ export function modelOfJson(body: Buffer): string | undefined {
  * POST /cloudx/compat/…: any Azure OpenAI path (deployments' chat completions,
  * embeddings, the v1 API) relayed to the resource with path, query and body as sent.
  */
-export function cloudxRoutes(pipeline: Pipeline): Route[] {
-  return [
-    {
-      method: 'POST',
-      path: `${PREFIX}/*`,
-      surface,
-      async handler(req, res) {
-        const { caller, presented } = pipeline.authenticate(req, surface);
-        const path = req.path.slice(PREFIX.length);
-        await pipeline.relay(req, res, {
-          surface,
-          caller,
-          presented,
-          provider: 'cloudx',
-          location: cloudxLocation(req),
-          model: deploymentOf(path, req),
-          path: withQuery(path, req.query),
-          body: req.body,
-          // any Azure OpenAI path: speech replies are audio, transcriptions may be text
-          opaqueReplies: true,
-        });
-      },
-    },
-  ];
-}
+const plan: Planner = (req, { providers }) => {
+  const path = req.path.slice(PREFIX.length);
+  return {
+    ...providers.target('cloudx', { op: 'vendor_path', path: withQuery(path, req.query) }, req.headers),
+    model: deploymentOf(path, req),
+    body: req.body,
+    // any Azure OpenAI path: speech replies are audio, transcriptions may be text
+    opaqueReplies: true,
+  };
+};
+
+export const cloudxRoutes = (pipeline: Pipeline): Route[] => pipeline.routes([{ method: 'POST', path: `${PREFIX}/*`, surface, plan }]);

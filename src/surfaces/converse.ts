@@ -1,15 +1,13 @@
 import { GatewayError } from '../errors.js';
-import type { GatewayRequest, Handler, Route } from '../http/types.js';
+import type { GatewayRequest, Route } from '../http/types.js';
 import { parseJsonObject } from '../http/validate.js';
 import type { Pipeline } from '../pipeline/index.js';
-import type { Location } from '../providers/adapter.js';
-import { encodeModelId, isAccessKeyPair, isAwsRegion } from '../providers/cloudy.js';
+import type { Planner, RouteRow } from '../pipeline/types.js';
+import { isAccessKeyPair } from '../providers/cloudy.js';
 import { SURFACES } from './index.js';
 import { bearerToken, DEV_KEY_PREFIX } from '../http/credentials.js';
 
 const surface = SURFACES.converse;
-
-type Method = 'converse' | 'converse-stream';
 
 /** A non-`gw_` bearer on Authorization: the cloud's API key passed through. */
 function bearerVendorKey(req: GatewayRequest): string | undefined {
@@ -43,27 +41,13 @@ function withModelId(body: Buffer, modelId: string): Buffer {
   return Buffer.concat([body.subarray(0, open + 1), Buffer.from(`"modelId":${JSON.stringify(modelId)}${empty ? '' : ','}`), rest]);
 }
 
-function region(req: GatewayRequest): Location {
-  const r = req.headers['x-gw-aws-region'];
-  if (r === undefined) return {};
-  if (!isAwsRegion(r)) throw new GatewayError('request_error', `not an AWS region: ${JSON.stringify(r)}`, { fields: { field: 'x-gw-aws-region' } });
-  return { region: r };
-}
-
-/** A stored key's region is checked like the caller's, before anything is sent. */
-const vendorPath = (modelId: string, method: Method) => (loc: Location) => {
-  if (loc.region !== undefined && !isAwsRegion(loc.region)) throw new GatewayError('request_error', `not an AWS region: ${JSON.stringify(loc.region)}`);
-  return `/model/${encodeModelId(modelId)}/${method}`;
-};
-
 /**
  * The converse routes. `/cloudy/{method}` reads `modelId` from the body;
  * `/cloudy/model/{modelId}/{method}` from the path, and places it in a body
  * that has none (the one rewrite of a converse body); a body naming another id is a 400.
  */
-function handler(pipeline: Pipeline, method: Method, fromPath: boolean): Handler {
-  return async (req, res) => {
-    const { caller, presented } = pipeline.authenticate(req, surface);
+function planner(stream: boolean, fromPath: boolean): Planner {
+  return (req, { providers }) => {
     refuseKeyBesidePair(req);
     const parsed = parseJsonObject(req.body);
     const inBody = parsed['modelId'];
@@ -82,13 +66,13 @@ function handler(pipeline: Pipeline, method: Method, fromPath: boolean): Handler
       if (inBody === undefined) throw new GatewayError('request_error', 'modelId: required in the body on this route (or use /cloudy/model/{modelId}/…)', { fields: { field: 'modelId' } });
       modelId = inBody;
     }
-    await pipeline.relay(req, res, { surface, caller, presented, provider: 'cloudy', model: modelId, location: region(req), path: vendorPath(modelId, method), body });
+    return { ...providers.target('cloudy', { op: 'converse', model: modelId, stream }, req.headers), model: modelId, body };
   };
 }
 
-export function converseRoutes(pipeline: Pipeline): Route[] {
-  return (['converse', 'converse-stream'] as const).flatMap((method): Route[] => [
-    { method: 'POST', path: `/cloudy/${method}`, surface, handler: handler(pipeline, method, false) },
-    { method: 'POST', path: `/cloudy/model/:modelId/${method}`, surface, handler: handler(pipeline, method, true) },
-  ]);
-}
+const ROWS: RouteRow[] = (['converse', 'converse-stream'] as const).flatMap((method): RouteRow[] => [
+  { method: 'POST', path: `/cloudy/${method}`, surface, plan: planner(method === 'converse-stream', false) },
+  { method: 'POST', path: `/cloudy/model/:modelId/${method}`, surface, plan: planner(method === 'converse-stream', true) },
+]);
+
+export const converseRoutes = (pipeline: Pipeline): Route[] => pipeline.routes(ROWS);

@@ -1,9 +1,9 @@
 import { countTokens } from 'gpt-tokenizer';
-import { GatewayError } from '../errors.js';
-import type { HeaderList, ResponseSink, Route } from '../http/types.js';
+import type { Route } from '../http/types.js';
 import type { Pipeline } from '../pipeline/index.js';
+import type { Planner } from '../pipeline/types.js';
 import { SURFACES } from './index.js';
-import { messagesTarget } from './messages.js';
+import { messagesPlan } from './messages.js';
 
 const surface = SURFACES.count_tokens;
 const SOURCE = 'x-gw-token-count-source';
@@ -61,39 +61,24 @@ function estimateInputTokens(body: Record<string, unknown>): number {
   return n;
 }
 
-function answerEstimate(res: ResponseSink, body: Buffer): void {
-  const parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
-  const headers: HeaderList = [
-    ['content-type', 'application/json'],
-    [SOURCE, 'local_estimate'],
-  ];
-  res.send(200, headers, JSON.stringify({ input_tokens: estimateInputTokens(parsed) }));
-}
-
 /**
  * POST /msgvendor/v1/messages/count_tokens: relayed to the vendor (or Vertex)
  * with the call's credential; only when no vendor credential exists at all,
  * pass-through or stored, a local estimate answers, marked as such.
  */
-export function countTokensRoutes(pipeline: Pipeline): Route[] {
-  return [
-    {
-      method: 'POST',
-      path: '/msgvendor/v1/messages/count_tokens',
-      surface,
-      async handler(req, res) {
-        const { caller, presented } = pipeline.authenticate(req, surface);
-        const target = messagesTarget(req, '/v1/messages/count_tokens', 'count_tokens');
-        const marker: [string, string] = [SOURCE, 'vendor'];
-        res.extraHeaders.push(marker);
-        try {
-          await pipeline.relay(req, res, { surface, caller, presented, ...target, costless: true });
-        } catch (err) {
-          if (!(err instanceof GatewayError && err.type === 'onboarding_incomplete') || res.started) throw err;
-          res.extraHeaders.splice(res.extraHeaders.indexOf(marker), 1);
-          answerEstimate(res, req.body);
-        }
-      },
-    },
-  ];
-}
+const plan: Planner = (req, input) => ({
+  ...messagesPlan(req, input, 'count_tokens'),
+  costless: true,
+  replyHeaders: [[SOURCE, 'vendor']],
+  withoutCredential: () => ({
+    kind: 'answer',
+    status: 200,
+    headers: [
+      ['content-type', 'application/json'],
+      [SOURCE, 'local_estimate'],
+    ],
+    body: JSON.stringify({ input_tokens: estimateInputTokens(JSON.parse(req.body.toString('utf8')) as Record<string, unknown>) }),
+  }),
+});
+
+export const countTokensRoutes = (pipeline: Pipeline): Route[] => pipeline.routes([{ method: 'POST', path: '/msgvendor/v1/messages/count_tokens', surface, plan }]);

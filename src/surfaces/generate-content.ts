@@ -1,16 +1,15 @@
 import { GatewayError } from '../errors.js';
-import type { GatewayRequest, Route } from '../http/types.js';
-import type { Pipeline, RelayPlan } from '../pipeline/index.js';
-import { isModelPathSegment } from '../providers/adapter.js';
-import { vertexLocationOf, vertexModelPath, vertexTarget } from '../providers/genvendor-vertex.js';
+import type { Route } from '../http/types.js';
+import type { Pipeline } from '../pipeline/index.js';
+import type { Planner } from '../pipeline/types.js';
 import { SURFACES } from './index.js';
 
 const surface = SURFACES.generate_content;
 
-const METHODS = new Set(['generateContent', 'streamGenerateContent']);
+const METHODS: Readonly<Record<string, boolean>> = { generateContent: false, streamGenerateContent: true };
 
 /** `{model}:{method}` of the last path segment, percent-decoded (some clients send `%3A`). */
-function modelAndMethod(segment: string): { model: string; method: string } {
+function modelAndMethod(segment: string): { model: string; stream: boolean } {
   let decoded: string;
   try {
     decoded = decodeURIComponent(segment);
@@ -18,58 +17,33 @@ function modelAndMethod(segment: string): { model: string; method: string } {
     throw new GatewayError('request_error', 'model path segment is not valid percent-encoding');
   }
   const colon = decoded.lastIndexOf(':');
-  const model = decoded.slice(0, colon);
   const method = decoded.slice(colon + 1);
-  if (colon === -1 || !METHODS.has(method)) {
+  const stream = colon === -1 ? undefined : METHODS[method];
+  if (stream === undefined) {
     throw new GatewayError('not_found', `no such method ${JSON.stringify(method)}: this route serves models/{model}:generateContent and :streamGenerateContent`);
   }
-  if (!isModelPathSegment(model)) throw new GatewayError('request_error', `not a model name: ${JSON.stringify(model)}`, { fields: { field: 'model' } });
-  return { model, method };
+  return { model: decoded.slice(0, colon), stream };
 }
 
 /** The query as sent minus `key`: a developer key never goes upstream and a vendor key rides on a header. */
 function vendorQuery(query: string): string {
   if (query === '') return '';
-  const kept = query.split('&').filter((p) => p !== '' && p !== 'key' && !p.startsWith('key='));
-  return kept.length === 0 ? '' : `?${kept.join('&')}`;
-}
-
-/** Where the call goes: the developer API by default, Vertex on `x-gw-provider: genvendor_vertex`. */
-function target(req: GatewayRequest, model: string, method: string, query: string): Pick<RelayPlan, 'provider' | 'location' | 'path'> {
-  const provider = req.headers['x-gw-provider'] ?? 'genvendor';
-  if (provider === 'genvendor') return { provider, path: `/v1beta/models/${model}:${method}${query}` };
-  if (provider !== 'genvendor_vertex') {
-    throw new GatewayError('request_error', `x-gw-provider: ${provider} does not serve generate-content (genvendor or genvendor_vertex)`, { fields: { field: 'x-gw-provider' } });
-  }
-  const location = vertexLocationOf(req.headers);
-  return {
-    provider,
-    location,
-    // the caller's headers over the stored key's location, checked before anything is sent
-    path: (loc) => {
-      const t = vertexTarget(loc);
-      return `${vertexModelPath(t.project, t.location, 'google', model, method)}${query}`;
-    },
-  };
+  return query
+    .split('&')
+    .filter((p) => p !== '' && p !== 'key' && !p.startsWith('key='))
+    .join('&');
 }
 
 /**
  * POST /genvendor/v1beta/models/{model}:generateContent and
  * :streamGenerateContent: the GenerateContentRequest goes upstream byte for
- * byte (thought parts and thoughtSignature included); the reply and its SSE
+ * byte (thought parts and thoughtSignature included) to the developer API,
+ * or to Vertex on `x-gw-provider: genvendor_vertex`; the reply and its SSE
  * stream come back as the vendor sent them.
  */
-export function generateContentRoutes(pipeline: Pipeline): Route[] {
-  return [
-    {
-      method: 'POST',
-      path: '/genvendor/v1beta/models/:model',
-      surface,
-      async handler(req, res) {
-        const { caller, presented } = pipeline.authenticate(req, surface);
-        const { model, method } = modelAndMethod(req.params['model'] ?? '');
-        await pipeline.relay(req, res, { surface, caller, presented, model, body: req.body, ...target(req, model, method, vendorQuery(req.query)) });
-      },
-    },
-  ];
-}
+const plan: Planner = (req, { providers }) => {
+  const { model, stream } = modelAndMethod(req.params['model'] ?? '');
+  return { ...providers.chosen({ op: 'generate_content', model, stream, query: vendorQuery(req.query) }, req.headers, 'genvendor'), model, body: req.body };
+};
+
+export const generateContentRoutes = (pipeline: Pipeline): Route[] => pipeline.routes([{ method: 'POST', path: '/genvendor/v1beta/models/:model', surface, plan }]);

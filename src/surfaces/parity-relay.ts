@@ -1,6 +1,8 @@
 import type { Route } from '../http/types.js';
 import type { Pipeline } from '../pipeline/index.js';
-import { modelOfJson, withQuery } from './cloudx.js';
+import type { Planner } from '../pipeline/types.js';
+import { withQuery } from '../providers/adapter.js';
+import { modelOfJson } from './cloudx.js';
 import { SURFACES } from './index.js';
 
 const surface = SURFACES.parity_relay;
@@ -8,31 +10,20 @@ const surface = SURFACES.parity_relay;
 const PRESERVED = new Set(['x-api-key', 'authorization']);
 
 /**
- * POST /v1/messages, the parity relay: the exact received bytes go to the
+ * POST /v1/messages, the parity relay: the exact received bytes, on the path
+ * and query as received, go to the
  * vendor with every optimization lever off (the surface says so). The vendor
  * credential rides on the header it was presented on (`x-api-key`, or
  * `Authorization: Bearer`); the developer key never leaves the gateway.
  */
-export function parityRelayRoutes(pipeline: Pipeline): Route[] {
-  return [
-    {
-      method: 'POST',
-      path: '/v1/messages',
-      surface,
-      async handler(req, res) {
-        const { caller, presented } = pipeline.authenticate(req, surface);
-        const carrier = presented.vendorCarrier;
-        await pipeline.relay(req, res, {
-          surface,
-          caller,
-          presented,
-          provider: 'msgvendor',
-          model: modelOfJson(req.body),
-          path: withQuery('/v1/messages', req.query),
-          body: req.body,
-          keepHeaders: carrier !== undefined && PRESERVED.has(carrier) ? [carrier] : [],
-        });
-      },
-    },
-  ];
-}
+const plan: Planner = (req, { providers, presented }) => {
+  const carrier = presented.vendorCarrier;
+  return {
+    ...providers.target('msgvendor', { op: 'vendor_path', path: withQuery(req.path, req.query) }, req.headers),
+    model: modelOfJson(req.body),
+    body: req.body,
+    keepHeaders: carrier !== undefined && PRESERVED.has(carrier) ? [carrier] : [],
+  };
+};
+
+export const parityRelayRoutes = (pipeline: Pipeline): Route[] => pipeline.routes([{ method: 'POST', path: '/v1/messages', surface, plan }]);

@@ -1,9 +1,10 @@
 import { GatewayError } from '../errors.js';
-import type { GatewayRequest, ResponseSink, Route } from '../http/types.js';
+import type { GatewayRequest, Route } from '../http/types.js';
 import { parseJsonObject } from '../http/validate.js';
 import type { Pipeline } from '../pipeline/index.js';
+import type { Planner, RouteRow } from '../pipeline/types.js';
+import { withQuery } from '../providers/adapter.js';
 import { lookupModel } from '../providers/catalog.js';
-import { cloudxLocation, withQuery } from './cloudx.js';
 import { SURFACES } from './index.js';
 
 const surface = SURFACES.responses;
@@ -27,41 +28,26 @@ function modelOf(req: GatewayRequest): string | undefined {
 }
 
 /**
- * POST /v1/responses and the cloudx forms: the body goes upstream as received
- * (items, reasoning, store, include, encrypted_content) and the Responses
- * object or its `response.*` stream comes back verbatim. Only the openai and
- * cloudx provider kinds host this API.
+ * POST /v1/responses: the body goes upstream as received (items, reasoning,
+ * store, include, encrypted_content) and the Responses object or its
+ * `response.*` stream comes back verbatim, to the model's provider (openai
+ * for a name the catalog does not know); a provider that does not host the
+ * Responses API is a 400.
  */
-export function responsesRoutes(pipeline: Pipeline): Route[] {
-  const openaiRoute: Route = {
-    method: 'POST',
-    path: '/v1/responses',
-    surface,
-    async handler(req: GatewayRequest, res: ResponseSink) {
-      const { caller, presented } = pipeline.authenticate(req, surface);
-      const model = modelOf(req);
-      const provider = lookupModel(model)?.provider ?? 'openai';
-      if (provider === 'cloudx') {
-        return pipeline.relay(req, res, { surface, caller, presented, provider, location: cloudxLocation(req), model, path: withQuery('/openai/v1/responses', req.query), body: req.body });
-      }
-      if (provider !== 'openai') {
-        throw new GatewayError('request_error', `model ${model ?? ''} is served by ${provider}; the Responses API is hosted only by openai and cloudx`, { fields: { field: 'model' } });
-      }
-      return pipeline.relay(req, res, { surface, caller, presented, provider, model, path: withQuery('/v1/responses', req.query), body: req.body });
-    },
-  };
-  const cloudxRoutes = CLOUDX_FORMS.map(
-    ([path, azurePath]): Route => ({
-      method: 'POST',
-      path,
-      surface,
-      async handler(req, res) {
-        const { caller, presented } = pipeline.authenticate(req, surface);
-        // the deployment name rides as `model`
-        const model = modelOf(req);
-        await pipeline.relay(req, res, { surface, caller, presented, provider: 'cloudx', location: cloudxLocation(req), model, path: withQuery(azurePath, req.query), body: req.body });
-      },
-    }),
-  );
-  return [openaiRoute, ...cloudxRoutes];
-}
+const planResponses: Planner = (req, { providers }) => {
+  const model = modelOf(req);
+  const provider = lookupModel(model)?.provider ?? 'openai';
+  return { ...providers.target(provider, { op: 'responses', query: req.query }, req.headers), model, body: req.body };
+};
+
+/** The cloudx forms: the Azure path of the form, the deployment name riding as `model`. */
+const planCloudx =
+  (azurePath: string): Planner =>
+  (req, { providers }) => ({ ...providers.target('cloudx', { op: 'vendor_path', path: withQuery(azurePath, req.query) }, req.headers), model: modelOf(req), body: req.body });
+
+const ROWS: RouteRow[] = [
+  { method: 'POST', path: '/v1/responses', surface, plan: planResponses },
+  ...CLOUDX_FORMS.map(([path, azurePath]): RouteRow => ({ method: 'POST', path, surface, plan: planCloudx(azurePath) })),
+];
+
+export const responsesRoutes = (pipeline: Pipeline): Route[] => pipeline.routes(ROWS);

@@ -3,7 +3,7 @@ import type { GatewayRequest } from '../http/types.js';
 import { parseJsonObject } from '../http/validate.js';
 import { bearerToken, DEV_KEY_PREFIX } from '../http/credentials.js';
 import { queryParam } from '../http/query.js';
-import type { Caller } from '../pipeline/auth.js';
+import type { Caller } from './types.js';
 import { refuseUnlessServed } from './dedicated.js';
 import type { Directory } from './directory.js';
 import type { IdpIdentity, IdpVerifier } from './idp.js';

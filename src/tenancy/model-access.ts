@@ -1,7 +1,4 @@
 import { GatewayError } from '../errors.js';
-import type { GatewayRequest } from '../http/types.js';
-import type { RelayPlan } from '../pipeline/index.js';
-import { ADMITTED, type Admission, type PolicyStage } from '../pipeline/policy.js';
 import { lookupModel } from '../providers/catalog.js';
 import type { DocStore } from '../stores/types.js';
 
@@ -18,7 +15,7 @@ const docId = (orgId: string) => `${PREFIX}${orgId}`;
 
 /**
  * Which models an org may call. Enforced as a policy stage: a model not
- * enabled is 403 model_not_in_scope on every surface that names a model. A
+ * enabled is 403 model_not_in_scope (src/policy/model-access.ts) on every surface that names a model. A
  * model is matched by its catalog id, so a dated or regional variant
  * (`gpt-4o-2024-08-06`, `us.anthropic…`) follows its base model; a name the
  * catalog does not know is never enabled by a list. Sets are built once per
@@ -43,18 +40,14 @@ export class ModelAccess {
     await this.store.put('org_policy', docId(orgId), { org_id: orgId, models, updated_at: new Date().toISOString() } satisfies ModelAccessDoc);
   }
 
-  stage(): PolicyStage {
-    return { name: 'model_access', admit: (_req: GatewayRequest, plan: RelayPlan) => this.admit(plan) };
-  }
-
-  private admit(plan: RelayPlan): Admission {
-    if (plan.model === undefined) return ADMITTED;
-    const orgId = plan.caller.org.org_id;
+  /** 403 model_not_in_scope unless the org may call `model` (a call naming none is not checked) */
+  check(orgId: string, model: string | undefined): void {
+    if (model === undefined) return;
     const allowed = this.allowedFor(orgId);
-    if (allowed === null || allowed.has(plan.model)) return ADMITTED;
-    const id = lookupModel(plan.model)?.id;
-    if (id !== undefined && allowed.has(id)) return ADMITTED;
-    throw new GatewayError('model_not_in_scope', `model ${plan.model} is not enabled for org ${orgId}; enable it with /api/v1/model_access/update`);
+    if (allowed === null || allowed.has(model)) return;
+    const id = lookupModel(model)?.id;
+    if (id !== undefined && allowed.has(id)) return;
+    throw new GatewayError('model_not_in_scope', `model ${model} is not enabled for org ${orgId}; enable it with /api/v1/model_access/update`);
   }
 
   private allowedFor(orgId: string): ReadonlySet<string> | null {

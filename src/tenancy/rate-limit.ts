@@ -1,7 +1,4 @@
 import { GatewayError } from '../errors.js';
-import type { GatewayRequest } from '../http/types.js';
-import type { RelayPlan } from '../pipeline/index.js';
-import { ADMITTED, type Admission, type PolicyStage } from '../pipeline/policy.js';
 import { refillAndTake, type MeterStore, type TokenBucketSpec } from '../stores/meter.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -66,12 +63,8 @@ export class RateLimiter {
     this.clock = opts.clock ?? Date.now;
   }
 
-  stage(): PolicyStage {
-    return { name: 'rate_limit', admit: (_req: GatewayRequest, plan: RelayPlan) => this.admit(plan.caller.org.org_id, plan.caller.org.rps_cap) };
-  }
-
-  /** Admits one request of `orgId`, or throws 429 rate_limited. */
-  admit(orgId: string, rps: number): Admission | Promise<Admission> {
+  /** Admits one request of `orgId` (synchronously while its batch lasts), or throws 429 rate_limited. */
+  admit(orgId: string, rps: number): void | Promise<void> {
     const a = this.allowance(orgId);
     const now = this.clock();
     if (now < a.degradedUntil) return this.admitLocally(a, now, rps);
@@ -81,7 +74,7 @@ export class RateLimiter {
         if (now >= a.dryUntil) void this.lease(orgId, a, rps);
         else this.leaseWhenRefilled(orgId, a, rps, a.dryUntil - now);
       }
-      return ADMITTED;
+      return;
     }
     if (now < a.dryUntil) {
       this.leaseWhenRefilled(orgId, a, rps, a.dryUntil - now);
@@ -97,7 +90,7 @@ export class RateLimiter {
     return this.lease(orgId, a, rps).then(() => {
       const after = this.clock();
       if (after < a.degradedUntil) return this.admitLocally(a, after, rps);
-      if (this.takeLocal(a, after)) return ADMITTED;
+      if (this.takeLocal(a, after)) return;
       throw rateLimited(Math.max(a.dryUntil - after, 1000 / rps));
     });
   }
@@ -149,10 +142,10 @@ export class RateLimiter {
   }
 
   /** Fallback while the shared store is away: this replica alone at the full cap. */
-  private admitLocally(a: Allowance, now: number, rps: number): Admission {
+  private admitLocally(a: Allowance, now: number, rps: number): void {
     const { state, grant } = refillAndTake(a.local, now, 1, { rate: rps, capacity: Math.max(1, rps) });
     a.local = state;
-    if (grant.granted === 1) return ADMITTED;
+    if (grant.granted === 1) return;
     throw rateLimited(grant.waitMs);
   }
 

@@ -1,11 +1,4 @@
-import { GatewayError } from '../errors.js';
-import type { GatewayRequest } from '../http/types.js';
-import type { RelayPlan } from '../pipeline/index.js';
-import { ADMITTED, type PolicyStage } from '../pipeline/policy.js';
 import type { Location } from '../providers/adapter.js';
-
-/** HTTP 451 Unavailable For Legal Reasons: the refusal of a data-residency rule. */
-const RESIDENCY_STATUS = 451;
 
 /** Legacy regional cloudx endpoints name their region: `https://eastus.api.cognitive.microsoft.com`. */
 const REGIONAL_ENDPOINT = /^https?:\/\/([a-z0-9]+)\.api\.cognitive\.microsoft\.com(?::\d+)?$/i;
@@ -43,28 +36,4 @@ export function parseAllowedRegions(setting: string): (region: string) => boolea
   const exact = new Set(entries.filter((e) => !e.endsWith('*')));
   const prefixes = entries.filter((e) => e.endsWith('*')).map((e) => e.slice(0, -1));
   return (region) => exact.has(region) || prefixes.some((p) => region.startsWith(p));
-}
-
-/**
- * Data residency: a call whose upstream region is outside GW_ALLOWED_REGIONS
- * is 451 forbidden before anything is sent, whether the region came with
- * the call or from a stored key.
- */
-export function residencyStage(allowedRegions: string): PolicyStage {
-  const allowed = parseAllowedRegions(allowedRegions);
-  const check = (region: string): void => {
-    if (allowed(region)) return;
-    throw new GatewayError('forbidden', `upstream region ${region} is outside this deployment's allowed regions (${allowedRegions})`, { status: RESIDENCY_STATUS });
-  };
-  return {
-    name: 'residency',
-    // a region the caller names is refused before any stored-key lookup; naming none decides nothing yet
-    admit(_req: GatewayRequest, plan: RelayPlan) {
-      const region = namedRegion(plan.location);
-      if (region !== undefined) check(region);
-      return ADMITTED;
-    },
-    // the resolved location (provider default, stored key, caller) decides, an unnamed region counting as global
-    located: (_plan: RelayPlan, location: Location) => check(upstreamRegion(location)),
-  };
 }

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { GatewayError } from '../errors.js';
-import type { GatewayRequest } from '../http/types.js';
-import type { RelayPlan } from '../pipeline/index.js';
-import { ADMITTED, type Admission, type PolicyStage } from '../pipeline/policy.js';
 import { costUsd, lookupModel, priciestModel } from '../providers/catalog.js';
+import { adapterOf } from '../providers/index.js';
 import type { ProviderId } from '../providers/types.js';
 import type { CapPeriod, MeterAccount, MeterStore } from '../stores/meter.js';
 import type { DocStore } from '../stores/types.js';
@@ -42,27 +40,23 @@ const DEFAULT_LEASE_MS = 60_000;
 const roundUsd = (x: number): number => Math.round(x * 1e9) / 1e9;
 const usdText = (x: number): string => roundUsd(x).toFixed(9).replace(/\.?0+$/, '');
 
+/** What a reservation is taken on: the body that goes upstream. */
+export interface MeteredCall {
+  orgId: string;
+  provider: ProviderId;
+  model: string | undefined;
+  body: Buffer;
+}
+
+/** A reservation held until the call's real cost is known (undefined: billed, usage unseen: kept whole). */
+export interface Reservation {
+  settle(costUsd: number | undefined): void;
+}
+
 export const capDocId = (orgId: string): string => `spend_cap:${orgId}`;
 
 /** the metering account of an org's cap: one per period kind, so changing the kind starts another count */
 const accountOf = (orgId: string, period: CapPeriod): MeterAccount => `${orgId}:${period}`;
-
-/** Where each surface's body names its output limit and how many choices it asks for. */
-const OUTPUT_LIMIT_PATHS = [['max_tokens'], ['max_completion_tokens'], ['max_output_tokens'], ['generationConfig', 'maxOutputTokens'], ['inferenceConfig', 'maxTokens']];
-const CHOICE_PATHS = [['n'], ['generationConfig', 'candidateCount']];
-
-function numberAt(doc: unknown, path: readonly string[]): number | undefined {
-  let v: unknown = doc;
-  for (const k of path) v = typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>)[k] : undefined;
-  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : undefined;
-}
-
-/** the largest value any of `paths` names in the parsed body */
-const largestAt = (doc: unknown, paths: readonly string[][]): number | undefined =>
-  paths.reduce<number | undefined>((best, p) => {
-    const v = numberAt(doc, p);
-    return v !== undefined && (best === undefined || v > best) ? v : best;
-  }, undefined);
 
 /**
  * An upper bound of a call's cost at catalog prices, reserved before it is sent:
@@ -71,7 +65,7 @@ const largestAt = (doc: unknown, paths: readonly string[][]): number | undefined
  *   make a token of less than one byte, and no call reads past its window, so
  *   neither dense text (base64, CJK) nor a large image can exceed it.
  *   Priced as a prompt-cache write where that costs more than plain input.
- * - output: the limit the body sets where its surface sets it, times the
+ * - output: the limit the body sets where its provider's format sets it, times the
  *   choices it asks for (`n`, `candidateCount`), at most the model's own
  *   limit; the model's own limit when the body sets none.
  * - a model the catalog does not know (an Azure deployment name) is priced as
@@ -87,8 +81,7 @@ export function worstCaseUsd(model: string | undefined, body: Buffer, provider: 
   } catch {
     doc = undefined;
   }
-  const asked = largestAt(doc, OUTPUT_LIMIT_PATHS);
-  const choices = largestAt(doc, CHOICE_PATHS) ?? 1;
+  const { maxTokens: asked, choices } = adapterOf(provider).requestedOutput(doc);
   const perChoice = asked === undefined ? entry.max_output_tokens : Math.min(asked, entry.max_output_tokens || asked);
   const input = Math.min(body.length, entry.context_window);
   // a prompt written to the vendor's cache may cost more than plain input (Anthropic: 1.25×)
@@ -141,28 +134,25 @@ export class SpendCaps {
     return this.status(orgId);
   }
 
-  /** The policy stage reserving each capped call's worst case before it goes upstream. */
-  stage(): PolicyStage {
-    return { name: 'spend_cap', admit: (_req: GatewayRequest, plan: RelayPlan) => this.admit(plan) };
-  }
-
   close(): void {
     clearInterval(this.renewTimer);
     this.renewTimer = undefined;
   }
 
-  /** uncapped tenants and costless calls are admitted at once, with no store call */
-  private admit(plan: RelayPlan): Admission | Promise<Admission> {
-    const cap = this.config(plan.caller.org.org_id);
-    if (!cap || plan.costless) return ADMITTED;
-    return this.reserve(plan, cap);
+  /**
+   * Reserves a call's worst case against its org's cap (metering, src/policy/spend-cap.ts);
+   * an uncapped org is admitted at once, with no store call (undefined).
+   */
+  admit(call: MeteredCall): Promise<Reservation | undefined> | undefined {
+    const cap = this.config(call.orgId);
+    return cap && this.reserve(call, cap);
   }
 
-  private async reserve(plan: RelayPlan, cap: SpendCapConfig): Promise<Admission> {
-    const orgId = plan.caller.org.org_id;
+  private async reserve(call: MeteredCall, cap: SpendCapConfig): Promise<Reservation | undefined> {
+    const orgId = call.orgId;
     const account = accountOf(orgId, cap.period);
     const id = randomUUID();
-    const amount = worstCaseUsd(plan.model, plan.body, plan.provider);
+    const amount = worstCaseUsd(call.model, call.body, call.provider);
     let result;
     try {
       result = await this.opts.meter.reserve({ account, kind: cap.period, id, amount, cap: cap.cap_usd, leaseMs: this.leaseMs });
@@ -170,7 +160,7 @@ export class SpendCaps {
       // fail-open: our own metering never turns a call into an error
       this.opts.metrics.spendCapStoreFailures.inc({ op: 'reserve' });
       this.opts.log.warn({ err: String(err), org_id: orgId }, 'spend cap: metering store unreachable; relaying unmetered');
-      return ADMITTED;
+      return undefined;
     }
     if (!result.admitted) throw this.exhausted(cap, result.settled, result.reserved, amount, result.resetsAt);
     const { period } = result;

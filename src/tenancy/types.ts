@@ -19,3 +19,9 @@ export interface DevKey {
   expires_at: string | null;
   revoked_at: string | null;
 }
+
+/** The org and developer key a request authenticated as. */
+export interface Caller {
+  key: DevKey;
+  org: Org;
+}

@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors.js';
 import type { StageClock } from '../http/stages.js';
-import type { StoredCredential, StoredKeys } from '../pipeline/credentials.js';
 import type { Location, StoredCredentialRule } from '../providers/adapter.js';
+import type { ProviderCredential } from '../providers/types.js';
 import { cloudxEndpoint } from '../providers/cloudx.js';
 import { DEFAULT_AWS_REGION, isAwsRegion } from '../providers/cloudy.js';
 import { vertexTarget } from '../providers/genvendor-vertex.js';
@@ -37,6 +37,18 @@ interface VendorKeyDoc extends VendorKeySummary {
 }
 
 /** Reads a document from the authoritative store when the mirror may be behind (Redis only). */
+/** A provider key stored for an org, decrypted, with where it points. */
+export interface StoredCredential {
+  credential: ProviderCredential;
+  location: Location;
+}
+
+/** Stored provider keys as the pipeline's dispatch reads them. */
+export interface StoredKeys {
+  /** may wait on the store; bounded by GW_BYOK_STORE_TIMEOUT_S inside, a timeout naming the running stage from `stages` */
+  find(orgId: string, provider: ProviderId, stages: StageClock): Promise<StoredCredential | undefined> | StoredCredential | undefined;
+}
+
 export interface DocReader {
   read(collection: Collection, id: string): Promise<unknown>;
 }

@@ -1,16 +1,16 @@
-import type { Location } from '../providers/adapter.js';
-import type { ProviderId } from '../providers/types.js';
+import type { Operation } from '../providers/adapter.js';
+import type { Usage } from '../providers/types.js';
 
 /**
  * Rewrites a vendor's reply into another wire format on its way to the
- * caller. The relay uses it only when a plan carries one; usage is still read
- * from the vendor's own bytes.
+ * caller. The relay uses it only when a plan carries one, and takes the
+ * call's usage from it: the vendor's bytes are read once, by the translator.
  */
 export interface ReplyTransform {
   /** content-type of what `stream()` writes */
   readonly streamContentType: string;
-  /** a whole 2xx JSON reply, already parsed by the relay */
-  json(reply: unknown): Buffer;
+  /** a whole 2xx JSON reply, already parsed by the relay: the caller's bytes and the vendor's usage */
+  json(reply: unknown): { body: Buffer; usage: Usage | undefined };
   /** a vendor error reply (non-2xx), as the caller's wire format shapes errors */
   error(status: number, body: Buffer, headers: Readonly<Record<string, string | string[] | undefined>>): Buffer;
   /** a translator for one streamed reply */
@@ -22,6 +22,8 @@ export interface StreamTransform {
   push(chunk: Buffer): Buffer | string | undefined;
   /** the vendor ended the stream: whatever closes the caller's stream */
   end(): string | undefined;
+  /** the vendor's usage read so far, from the same pass that translates */
+  usage(): Usage | undefined;
 }
 
 /** A chat-completions body as this module reads it (every field optional: it came from the caller). */
@@ -32,16 +34,16 @@ export interface ChatRequest {
   [param: string]: unknown;
 }
 
-/** What a chat-completions call becomes for another vendor. */
-export interface TranslatedCall {
-  provider: ProviderId;
-  /** the vendor's path and query, maybe depending on the resolved location */
-  path: string | ((location: Location) => string);
+/** The request side of a translation: what the vendor is asked for (its provider addresses it) and in which bytes. */
+export interface TranslatedRequest {
+  operation: Operation;
   body: Buffer;
-  /** where the call goes, when the caller named it (a cloudy region) */
-  location?: Location;
   /** upstream headers the vendor's format requires */
   headers?: Record<string, string>;
+}
+
+/** What a chat-completions call becomes for another vendor: its request, and the translation of its reply. */
+export interface TranslatedCall extends TranslatedRequest {
   reply: ReplyTransform;
 }
 

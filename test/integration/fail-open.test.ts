@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
 import { SECRETS_KEY, oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -49,7 +50,7 @@ describe('fail-open: an internal fault relays the call directly to the provider'
 
   it('counts the bypass by stage and logs the reason', async () => {
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-    assert.match(metrics, /gw_passthrough_total\{stage="policy"\} [1-9]/);
+    assert.match(metrics, /gw_passthrough_total\{stage="admission"\} [1-9]/);
     assert.ok(gw.logs.some((l) => l.includes('relaying directly to the provider')));
   });
 
@@ -61,5 +62,60 @@ describe('fail-open: an internal fault relays the call directly to the provider'
     });
     assert.equal(res.status, 401);
     assert.equal(res.headers.get('x-gw-error'), 'invalid_developer_key');
+  });
+});
+
+/**
+ * A fault in the dispatch machinery is a fault the direct relay would run
+ * into too: the caller gets one clean 502, never a second run of the code
+ * that failed and never a 500. The fault is real: a stored Vertex key whose
+ * persisted location is corrupt (a number), which the residency check of the
+ * resolved location cannot read.
+ */
+describe('fail-open: a fault in dispatch is a clean 502, not a second run', () => {
+  let fake: FakeVendor;
+  let gw: TestGateway;
+  const { bootstrap, devKey } = oneTenant('acme-dispatch');
+  const env = (dir: string) => ({ GW_UPSTREAM_GENVENDOR_VERTEX: fake.origin, GW_DATA_DIR: dir, GW_SECRETS_KEY: SECRETS_KEY, GW_ALLOWED_REGIONS: 'us-*,global' });
+
+  before(async () => {
+    fake = await startFakeGemini();
+    const dir = await mkdtemp(join(tmpdir(), 'gw-failopen-dispatch-'));
+    const first = await startTestGateway({ bootstrap, env: env(dir) });
+    const stored = await fetch(`${first.url}/api/v1/vendor_key/create`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${devKey}` },
+      body: JSON.stringify({ provider: 'genvendor_vertex', api_key: 'ya29.stored', project: 'stored-project', location: 'us-central1' }),
+    });
+    assert.equal(stored.status, 200, await stored.text());
+    await first.close();
+    const file = join(dir, 'state.json');
+    const state = JSON.parse(await readFile(file, 'utf8')) as { vendor_keys: Record<string, { location: Record<string, unknown> }> };
+    const doc = state.vendor_keys['acme-dispatch:genvendor_vertex'];
+    assert.ok(doc, 'the stored key is persisted');
+    doc.location['location'] = 5;
+    await writeFile(file, JSON.stringify(state));
+    gw = await startTestGateway({ bootstrap, env: env(dir) });
+  });
+  after(async () => {
+    await gw?.close();
+    await fake.close();
+  });
+
+  it('answers 502 upstream_unavailable in the surface envelope; nothing reached the vendor; not counted as a bypass', async () => {
+    const before = fake.received.length;
+    const res = await fetch(`${gw.url}/genvendor/v1beta/models/gemini-2.5-flash:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': devKey, 'x-gw-provider': 'genvendor_vertex' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }),
+    });
+    const body = (await res.json()) as { error?: { type?: string } };
+    assert.equal(res.status, 502);
+    assert.equal(body.error?.type, 'upstream_unavailable');
+    assert.equal(res.headers.get('x-gw-served-by'), null);
+    assert.equal(fake.received.length, before);
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    assert.doesNotMatch(metrics, /gw_passthrough_total\{stage="dispatch"\} [1-9]/);
+    assert.equal(gw.logs.filter((l) => l.includes('could not be relayed')).length, 1);
   });
 });

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { GatewayError } from '../../src/errors.js';
-import type { RelayPlan } from '../../src/pipeline/index.js';
-import { namedRegion, parseAllowedRegions, residencyStage, upstreamRegion } from '../../src/tenancy/residency.js';
+import type { Call } from '../../src/pipeline/types.js';
+import { residencyStage } from '../../src/policy/residency.js';
+import { namedRegion, parseAllowedRegions, upstreamRegion } from '../../src/tenancy/residency.js';
 import { startFakeAnthropic } from '../fakes/anthropic.js';
 import { startFakeAzure } from '../fakes/azure.js';
 import { startFakeBedrock, type FakeBedrock } from '../fakes/bedrock.js';
@@ -39,18 +40,18 @@ describe('upstream region of a location (data residency)', () => {
 
   it('refuses a plan whose upstream region is outside the list: 451 forbidden', () => {
     const stage = residencyStage('eu-*');
-    const plan = (location: RelayPlan['location']) => ({ provider: 'cloudy', location }) as unknown as RelayPlan;
-    assert.doesNotThrow(() => stage.admit({} as never, plan({ region: 'eu-west-3' })));
-    assert.doesNotThrow(() => stage.admit({} as never, plan(undefined)), 'a caller naming no region defers to the resolved location');
+    const plan = (location: Call['location']) => ({ provider: 'cloudy', location }) as unknown as Call;
+    assert.doesNotThrow(() => stage.admit(plan({ region: 'eu-west-3' })));
+    assert.doesNotThrow(() => stage.admit(plan(undefined)), 'a caller naming no region defers to the resolved location');
     assert.throws(
-      () => stage.admit({} as never, plan({ project: 'p', location: 'us-central1' })),
+      () => stage.admit(plan({ project: 'p', location: 'us-central1' })),
       (err: unknown) => err instanceof GatewayError && err.type === 'forbidden' && err.status === 451 && /us-central1/.test(err.message),
     );
     assert.throws(() => stage.located?.(plan(undefined), { region: 'us-west-2' }), { type: 'forbidden', status: 451 });
   });
 
   it('an upstream naming no region is refused as global unless global is allowed', () => {
-    const plan = { provider: 'openai' } as unknown as RelayPlan;
+    const plan = { provider: 'openai' } as unknown as Call;
     assert.throws(() => residencyStage('eu-*').located?.(plan, {}), (err: unknown) => err instanceof GatewayError && err.status === 451 && /region global/.test(err.message));
     assert.throws(() => residencyStage('eu-*').located?.(plan, { endpoint: 'https://myresource.openai.azure.com' }), { type: 'forbidden', status: 451 });
     assert.doesNotThrow(() => residencyStage('eu-*,global').located?.(plan, {}));

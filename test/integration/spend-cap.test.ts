@@ -4,7 +4,8 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
-import type { RelayPlan } from '../../src/pipeline/index.js';
+import type { Call } from '../../src/pipeline/types.js';
+import { spendCapStage } from '../../src/policy/spend-cap.js';
 import { countTokens } from 'gpt-tokenizer';
 import { costUsd, priciestModel } from '../../src/providers/catalog.js';
 import { EmbeddedDocStore } from '../../src/stores/embedded/doc-store.js';
@@ -105,7 +106,7 @@ for (const kind of STORES) {
 const REPLY_COST = costUsd('gpt-4o', { input_tokens: 12, output_tokens: 5, cached_tokens: 2 }, 'openai');
 
 const DAY_BODY = Buffer.from(JSON.stringify({ model: 'gpt-4o', max_tokens: 20_000 }));
-const capPlan = (org: string, extra: Partial<RelayPlan> = {}) => ({ caller: { org: { org_id: org } }, model: 'gpt-4o', body: DAY_BODY, ...extra }) as unknown as RelayPlan;
+const capCall = (org: string) => ({ org: { org_id: org }, provider: 'openai', model: 'gpt-4o', body: DAY_BODY }) as unknown as Call;
 const newCaps = (meter: MeterStore) => new SpendCaps({ docs: new EmbeddedDocStore(), meter, metrics: createMetrics(), log: createLogger('silent') });
 
 describe('spend cap period reset: the embedded store\'s clock alone decides the period', () => {
@@ -116,17 +117,15 @@ describe('spend cap period reset: the embedded store\'s clock alone decides the 
     const caps = newCaps(meter);
     try {
       await caps.setCap('acme', 0.5, 'day');
-      const stage = caps.stage();
-      const first = await stage.admit({} as never, capPlan('acme'));
+      const stage = spendCapStage(caps);
+      const first = await stage.admit(capCall('acme'));
       first.settle(0.4);
       const settled = await eventually(() => caps.status('acme'), (s) => s?.consumed_usd === 0.4);
       assert.deepEqual(settled, { cap_usd: 0.5, period: 'day', consumed_usd: 0.4, resets_at: '2026-11-22T00:00:00.000Z' });
-      await assert.rejects(async () => stage.admit({} as never, capPlan('acme')), { type: 'budget_exhausted', status: 402 });
-      // token counting costs nothing: an exhausted cap never refuses it
-      (await stage.admit({} as never, capPlan('acme', { costless: true }))).settle(0);
+      await assert.rejects(async () => stage.admit(capCall('acme')), { type: 'budget_exhausted', status: 402 });
       clock.now = Date.parse('2026-11-22T00:00:01Z');
       assert.deepEqual(await caps.status('acme'), { cap_usd: 0.5, period: 'day', consumed_usd: 0, resets_at: '2026-11-23T00:00:00.000Z' });
-      (await stage.admit({} as never, capPlan('acme'))).settle(0);
+      (await stage.admit(capCall('acme'))).settle(0);
     } finally {
       caps.close();
     }
@@ -137,7 +136,7 @@ describe('spend cap period reset: the embedded store\'s clock alone decides the 
     const caps = newCaps(new EmbeddedMeterStore(() => clock.now));
     try {
       await caps.setCap('acme', 0.5, 'month');
-      const straddling = await caps.stage().admit({} as never, capPlan('acme'));
+      const straddling = await spendCapStage(caps).admit(capCall('acme'));
       clock.now = Date.parse('2026-02-01T00:00:01Z');
       straddling.settle(0.3);
       assert.deepEqual(await caps.status('acme'), { cap_usd: 0.5, period: 'month', consumed_usd: 0, resets_at: '2026-03-01T00:00:00.000Z' });
@@ -171,7 +170,7 @@ describe('spend cap period reset: Redis TIME alone decides the period', () => {
     try {
       await caps.setCap('acme', 0.5, 'day');
       const before = await redisNow();
-      const first = await caps.stage().admit({} as never, capPlan('acme'));
+      const first = await spendCapStage(caps).admit(capCall('acme'));
       first.settle(0.4);
       const settled = await eventually(() => caps.status('acme'), (s) => s?.consumed_usd === 0.4);
       const afterwards = await redisNow();
@@ -181,12 +180,12 @@ describe('spend cap period reset: Redis TIME alone decides the period', () => {
       // the record expires when its period ends, by the same clock
       const spendKey = keys.meterSpend('acme:day');
       assert.equal(new Date(Number(await redis.call('PEXPIRETIME', spendKey))).toISOString(), settled?.resets_at);
-      await assert.rejects(async () => caps.stage().admit({} as never, capPlan('acme')), { type: 'budget_exhausted', status: 402 });
+      await assert.rejects(async () => spendCapStage(caps).admit(capCall('acme')), { type: 'budget_exhausted', status: 402 });
       // Redis's clock passes midnight: the record now holds a period Redis TIME has left
       await redis.hset(spendKey, 'period', periodOf(before - 86_400_000, 'day').id);
       const next = await caps.status('acme');
       assert.equal(next?.consumed_usd, 0);
-      (await caps.stage().admit({} as never, capPlan('acme'))).settle(0);
+      (await spendCapStage(caps).admit(capCall('acme'))).settle(0);
     } finally {
       caps.close();
     }

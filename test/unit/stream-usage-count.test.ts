@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { countTokens } from 'gpt-tokenizer';
 import { account } from '../../src/pipeline/accounting.js';
-import type { Caller } from '../../src/pipeline/auth.js';
+import type { Caller } from '../../src/tenancy/types.js';
 import type { RelayOutcome } from '../../src/pipeline/relay.js';
 import { costUsd } from '../../src/providers/catalog.js';
 import { genvendorVertex } from '../../src/providers/genvendor-vertex.js';

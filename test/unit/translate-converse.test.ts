@@ -2,13 +2,19 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GatewayError } from '../../src/errors.js';
 import { exceptionFrame } from '../../src/providers/eventstream.js';
-import { toConverse } from '../../src/translate/converse.js';
+import { Providers } from '../../src/providers/index.js';
+import { converseToChatReply } from '../../src/translate/chat-converse/reply.js';
+import { chatToConverseRequest } from '../../src/translate/chat-converse/request.js';
 import type { ReplyContext, StreamTransform } from '../../src/translate/types.js';
 import { converseToolFrames, eventFrame } from '../fakes/bedrock.js';
 
 const ctx: ReplyContext = { model: 'amazon.nova-pro-v1:0', created: 1700000000, fallbackId: 'chatcmpl-req1', includeUsage: true };
-const translate = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
-  toConverse({ model: 'amazon.nova-pro-v1:0', messages: [{ role: 'user', content: 'hi' }], ...body }, ctx, headers);
+const providers = new Providers({});
+/** the pair's request side, addressed by its provider as the chat surface does */
+const translate = (body: Record<string, unknown>, headers: Record<string, string> = {}) => {
+  const request = chatToConverseRequest({ model: 'amazon.nova-pro-v1:0', messages: [{ role: 'user', content: 'hi' }], ...body });
+  return { ...request, ...providers.target('cloudy', request.operation, headers), body: request.body, reply: converseToChatReply(ctx) };
+};
 
 function run(t: StreamTransform, pieces: Buffer[]): string {
   let out = '';
@@ -21,10 +27,10 @@ const STREAM = Buffer.concat(converseToolFrames());
 describe('chat completions → converse: request', () => {
   it('path by stream flag with the model id encoded; the region header sets the location', () => {
     const call = translate({ stream: true }, { 'x-gw-aws-region': 'eu-central-1' });
-    assert.equal(typeof call.path === 'function' && call.path({}), '/model/amazon.nova-pro-v1%3A0/converse-stream');
+    assert.equal(call.path, '/model/amazon.nova-pro-v1%3A0/converse-stream');
     assert.deepEqual(call.location, { region: 'eu-central-1' });
     const plain = translate({});
-    assert.equal(typeof plain.path === 'function' && plain.path({}), '/model/amazon.nova-pro-v1%3A0/converse');
+    assert.equal(plain.path, '/model/amazon.nova-pro-v1%3A0/converse');
   });
 
   it('refuses a bad region, an https image, an unsupported image type and tool_choice none', () => {
@@ -40,7 +46,7 @@ describe('chat completions ← converse: reply', () => {
   const reply = translate({}).reply;
 
   it('guardrail_intervened is a content_filter stop', () => {
-    const out = JSON.parse(reply.json({ output: { message: { role: 'assistant', content: [{ text: 'x' }] } }, stopReason: 'guardrail_intervened', usage: { inputTokens: 1, outputTokens: 1 } }).toString()) as {
+    const out = JSON.parse(reply.json({ output: { message: { role: 'assistant', content: [{ text: 'x' }] } }, stopReason: 'guardrail_intervened', usage: { inputTokens: 1, outputTokens: 1 } }).body.toString()) as {
       id: string;
       choices: Array<{ finish_reason: string }>;
     };

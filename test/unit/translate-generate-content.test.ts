@@ -1,11 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GatewayError } from '../../src/errors.js';
-import { toGenerateContent } from '../../src/translate/generate-content.js';
+import { Providers } from '../../src/providers/index.js';
+import { generateContentToChatReply } from '../../src/translate/chat-generate-content/reply.js';
+import { chatToGenerateContentRequest } from '../../src/translate/chat-generate-content/request.js';
 import type { ReplyContext, StreamTransform } from '../../src/translate/types.js';
 
 const ctx: ReplyContext = { model: 'gemini-x', created: 1700000000, fallbackId: 'chatcmpl-req1', includeUsage: true };
-const translate = (body: Record<string, unknown>) => toGenerateContent({ model: 'gemini-x', messages: [{ role: 'user', content: 'hi' }], ...body }, ctx);
+const providers = new Providers({});
+/** the pair's request side, addressed by its provider as the chat surface does */
+const translate = (body: Record<string, unknown>) => {
+  const request = chatToGenerateContentRequest({ model: 'gemini-x', messages: [{ role: 'user', content: 'hi' }], ...body });
+  return { ...request, ...providers.target('genvendor', request.operation, {}), body: request.body, reply: generateContentToChatReply(ctx) };
+};
 
 function run(t: StreamTransform, pieces: Buffer[]): string {
   let out = '';
@@ -55,13 +62,13 @@ describe('chat completions ← generateContent: reply', () => {
   const reply = translate({}).reply;
 
   it('a blocked prompt is a content_filter stop', () => {
-    const out = JSON.parse(reply.json({ promptFeedback: { blockReason: 'SAFETY' }, usageMetadata: { promptTokenCount: 3 } }).toString()) as { choices: Array<{ finish_reason: string; message: { content: string } }> };
+    const out = JSON.parse(reply.json({ promptFeedback: { blockReason: 'SAFETY' }, usageMetadata: { promptTokenCount: 3 } }).body.toString()) as { choices: Array<{ finish_reason: string; message: { content: string } }> };
     assert.equal(out.choices[0]?.finish_reason, 'content_filter');
     assert.equal(out.choices[0]?.message.content, '');
   });
 
   it('MAX_TOKENS is length', () => {
-    const out = JSON.parse(reply.json({ candidates: [{ content: { parts: [{ text: 'a' }] }, finishReason: 'MAX_TOKENS' }] }).toString()) as { choices: Array<{ finish_reason: string }> };
+    const out = JSON.parse(reply.json({ candidates: [{ content: { parts: [{ text: 'a' }] }, finishReason: 'MAX_TOKENS' }] }).body.toString()) as { choices: Array<{ finish_reason: string }> };
     assert.equal(out.choices[0]?.finish_reason, 'length');
   });
 

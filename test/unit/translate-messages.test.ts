@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GatewayError } from '../../src/errors.js';
-import { toMessages } from '../../src/translate/messages.js';
+import { messagesToChatReply } from '../../src/translate/chat-messages/reply.js';
+import { chatToMessagesRequest } from '../../src/translate/chat-messages/request.js';
 import type { ReplyContext, StreamTransform } from '../../src/translate/types.js';
 
 const ctx: ReplyContext = { model: 'claude-x', created: 1700000000, fallbackId: 'chatcmpl-req1', includeUsage: true };
-const request = (body: Record<string, unknown>) => JSON.parse(toMessages({ model: 'claude-x', messages: [{ role: 'user', content: 'hi' }], ...body }, ctx, 1024).body.toString()) as Record<string, unknown>;
+const request = (body: Record<string, unknown>) => JSON.parse(chatToMessagesRequest({ model: 'claude-x', messages: [{ role: 'user', content: 'hi' }], ...body }, 1024).body.toString()) as Record<string, unknown>;
 
 /** Every `data:` payload of a translated stream, parsed ([DONE] kept as a string). */
 const events = (text: string): unknown[] =>
@@ -69,11 +70,11 @@ describe('chat completions → messages: request', () => {
 });
 
 describe('chat completions ← messages: reply', () => {
-  const reply = toMessages({ model: 'claude-x', messages: [{ role: 'user', content: 'hi' }] }, ctx, 1024).reply;
+  const reply = messagesToChatReply(ctx);
 
   it('a message becomes a chat.completion', () => {
     const out = JSON.parse(
-      reply.json({ id: 'msg_9', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }], stop_reason: 'max_tokens', usage: { input_tokens: 3, cache_creation_input_tokens: 2, output_tokens: 4 } }).toString(),
+      reply.json({ id: 'msg_9', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }], stop_reason: 'max_tokens', usage: { input_tokens: 3, cache_creation_input_tokens: 2, output_tokens: 4 } }).body.toString(),
     ) as Record<string, unknown>;
     assert.deepEqual(out, {
       id: 'msg_9',

@@ -21,26 +21,29 @@ export function messagesUsage(reply: unknown): Usage | undefined {
   };
 }
 
+/** The stream's usage after one event, from what it was before (undefined: the event carries none). */
+export function nextMessagesUsage(event: Record<string, unknown>, acc: Usage | undefined): Usage | undefined {
+  const u = messagesUsage(event);
+  if (!u) return undefined;
+  // message_delta repeats only what changed; keep the input side from message_start
+  if (event['type'] === 'message_delta' && acc) {
+    return {
+      input_tokens: u.input_tokens || acc.input_tokens,
+      output_tokens: u.output_tokens,
+      cached_tokens: u.cached_tokens || acc.cached_tokens,
+      cache_write_tokens: u.cache_write_tokens || acc.cache_write_tokens,
+    };
+  }
+  return u;
+}
+
 /** `content_block_delta` text: reply text, thinking, tool-input JSON */
 const DELTA_TEXT_FIELDS = ['text', 'thinking', 'partial_json'];
 
 export const messagesStreamUsage = (): StreamUsageReader =>
   sseUsageReader({
     usageMarkers: ['"usage"'],
-    usage: (event, acc) => {
-      const u = messagesUsage(event);
-      if (!u) return undefined;
-      // message_delta repeats only what changed; keep the input side from message_start
-      if (event['type'] === 'message_delta' && acc) {
-        return {
-          input_tokens: u.input_tokens || acc.input_tokens,
-          output_tokens: u.output_tokens,
-          cached_tokens: u.cached_tokens || acc.cached_tokens,
-          cache_write_tokens: u.cache_write_tokens || acc.cache_write_tokens,
-        };
-      }
-      return u;
-    },
+    usage: nextMessagesUsage,
     textMarkers: ['"content_block_delta"'],
     text: (event, out) => {
       const delta = field(event, 'delta');

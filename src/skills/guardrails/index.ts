@@ -33,7 +33,7 @@ export interface ClassifierVerdict {
 }
 
 export interface GuardrailVerdict {
-  /** every value that matched, in the order of the SPEC's table; `learned_injection` only when enforced */
+  /** every value that matched, in the order of the documented table (docs/errors.md); `learned_injection` only when enforced */
   detected: GuardrailValue[];
   /** null when the model mode is off */
   classifier: ClassifierVerdict | null;

@@ -1,0 +1,174 @@
+import { GatewayError } from '../errors.js';
+import type { HeaderList } from '../http/types.js';
+import type { Providers } from '../providers/index.js';
+import type { UpstreamRequest } from '../providers/types.js';
+import type { Directory } from '../tenancy/directory.js';
+import type { StoredKeys } from '../tenancy/vendor-keys.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import { account } from './accounting.js';
+import { authenticate, presentedCredentials } from './auth.js';
+import { resolveCredential } from './credentials.js';
+import type { Exchange } from './exchange.js';
+import { forwardHeaders } from './forward-headers.js';
+import { relay, type RelayDeps, type RelayOutcome } from './relay.js';
+import { CONTINUE, type Answer, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
+
+export const authenticateStage = (directory: Directory): Stage<Exchange> => ({
+  name: 'authenticate',
+  run(ex) {
+    ex.req.stages.begin('auth');
+    const presented = presentedCredentials(ex.req, ex.surface.carriers);
+    ex.caller = authenticate(directory, presented.devKey);
+    ex.presented = presented;
+    ex.req.stages.end();
+    return CONTINUE;
+  },
+});
+
+/** The route's planner makes the call; its body and model are kept as sent, for a direct relay. */
+export const planStage = (providers: Providers): Stage<Exchange> => ({
+  name: 'plan',
+  run(ex) {
+    const planned = ex.row.plan(ex.req, { providers, presented: ex.presented } as PlanInput);
+    if (planned instanceof Promise) return planned.then((p) => adopt(ex, p));
+    return adopt(ex, planned);
+  },
+});
+
+function adopt(ex: Exchange, plan: Plan): Verdict {
+  const caller = ex.caller as NonNullable<Exchange['caller']>;
+  ex.plan = plan;
+  if (plan.presented) ex.presented = plan.presented;
+  ex.call = { org: caller.org, key: caller.key, provider: plan.provider, model: plan.model, body: plan.body, location: plan.location };
+  const meta = ex.res.meta;
+  meta.tenant = caller.org.org_id;
+  meta.provider = plan.provider;
+  meta.model = plan.model;
+  return CONTINUE;
+}
+
+/**
+ * A list of policy stages run in order (admission: dedicated tenant,
+ * residency, model access, rate, and any shedding hook; metering: the spend
+ * cap). Answers synchronously while every policy does. What a policy
+ * reserves is held on the exchange and settled at accounting (released on a
+ * refusal).
+ */
+export class PolicyList implements Stage<Exchange> {
+  constructor(
+    readonly name: StageName,
+    private readonly policies: readonly PolicyStage[],
+    private readonly clockPrefix: string,
+    /** metering skips calls the vendor does not bill */
+    private readonly skipCostless = false,
+  ) {}
+
+  run(ex: Exchange, from = 0): Verdict | Promise<Verdict> {
+    if (this.skipCostless && ex.plan?.costless) return CONTINUE;
+    const call = ex.call as NonNullable<Exchange['call']>;
+    for (let i = from; i < this.policies.length; i++) {
+      const policy = this.policies[i] as PolicyStage;
+      ex.req.stages.begin(`${this.clockPrefix}${policy.name}`);
+      const out = policy.admit(call);
+      if (out instanceof Promise) {
+        return out.then((a) => {
+          ex.hold(a);
+          return this.run(ex, i + 1);
+        });
+      }
+      ex.hold(out);
+    }
+    if (this.policies.length > 0) ex.req.stages.end();
+    return CONTINUE;
+  }
+}
+
+// after the plan stage the exchange has its call: it is the skills' input as it stands, with no copy
+export const skillsStage = (skills: SkillsStage): Stage<Exchange> => ({ name: 'skills', run: (ex) => skills.run(ex as Exchange & SkillInput) });
+
+export interface DispatchDeps {
+  providers: Providers;
+  storedKeys: StoredKeys;
+  relay: RelayDeps;
+  /** every policy with a check of the resolved location (residency) */
+  located: readonly PolicyStage[];
+}
+
+export const SERVED_BY_PIPELINE: HeaderList = [['x-gw-served-by', 'pipeline']];
+
+/**
+ * Credential → location → signed request → relay: sends the exchange's call
+ * (or, for a direct relay, the body as planned) and keeps the outcome for accounting.
+ */
+export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: HeaderList, body: Buffer): Promise<Answer | undefined> {
+  const { req, res } = ex;
+  const plan = ex.plan as Plan;
+  const call = ex.call as NonNullable<Exchange['call']>;
+  let resolved;
+  try {
+    const found = resolveCredential(deps.storedKeys, req, call.org.org_id, ex.presented as NonNullable<Exchange['presented']>, call.provider);
+    resolved = found instanceof Promise ? await found : found;
+  } catch (err) {
+    if (plan.withoutCredential && err instanceof GatewayError && err.type === 'onboarding_incomplete') return plan.withoutCredential();
+    throw err;
+  }
+  const location = deps.providers.locate(call.provider, resolved.location, call.location);
+  for (const policy of deps.located) policy.located?.(call, location);
+  const headers = plan.headers ? { ...forwardHeaders(req.headers, plan.keepHeaders), ...plan.headers } : forwardHeaders(req.headers, plan.keepHeaders);
+  const unsigned: UpstreamRequest = {
+    origin: deps.providers.origin(call.provider, location),
+    path: typeof plan.path === 'string' ? plan.path : plan.path(location),
+    method: 'POST',
+    headers,
+    body,
+  };
+  const adapter = deps.providers.get(call.provider);
+  const authorized = adapter.authorize(unsigned, resolved.credential, location);
+  const request = authorized instanceof Promise ? await authorized : authorized;
+  const gatewayHeaders = plan.replyHeaders ? [...servedBy, ...plan.replyHeaders] : servedBy;
+  ex.servedBy = servedBy;
+  ex.outcome = await relay(deps.relay, req, res, adapter, request, { gatewayHeaders, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
+  return undefined;
+}
+
+export const dispatchStage = (deps: DispatchDeps): Stage<Exchange> => ({
+  name: 'dispatch',
+  run: (ex) => dispatch(deps, ex, SERVED_BY_PIPELINE, (ex.call as NonNullable<Exchange['call']>).body).then((answer) => answer ?? CONTINUE),
+});
+
+/** An answer a stage gave (a cache hit, a local estimate), written whole or chunk by chunk. */
+export function sendAnswer(ex: Exchange, a: Answer): void {
+  const { res } = ex;
+  if ('body' in a) res.send(a.status, a.headers, a.body);
+  else {
+    res.start(a.status, a.headers);
+    for (const c of a.chunks) res.write(c);
+    res.end();
+  }
+  ex.outcome = { status: a.status, usage: undefined, upstreamMs: 0, overheadMs: undefined, dispatched: false, streamed: 'chunks' in a };
+}
+
+export interface AccountingDeps {
+  rows: RowSink;
+  metrics: Metrics;
+}
+
+/** The finished call's row and metrics; reservations settle on its cost. */
+export function accountFor(deps: AccountingDeps, ex: Exchange): void {
+  const outcome = ex.outcome as RelayOutcome;
+  const call = ex.call as NonNullable<Exchange['call']>;
+  const surface = ex.surface.id;
+  if (outcome.overheadMs !== undefined) deps.metrics.observeOverhead(surface, outcome.overheadMs / 1000);
+  const cost = account(deps.rows, {
+    requestId: ex.req.id,
+    endpoint: surface,
+    provider: call.provider,
+    model: call.model,
+    caller: ex.caller as NonNullable<Exchange['caller']>,
+    outcome,
+    latencyMs: ex.req.stages.elapsedMs,
+    requestBody: call.body,
+  });
+  deps.metrics.recordUsage(call.provider, outcome.usage, cost ?? 0);
+  ex.settle(cost);
+}

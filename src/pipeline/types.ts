@@ -1,0 +1,141 @@
+/**
+ * The request skeleton's contract: the narrow call every stage sees, the
+ * verdicts stages return, the plan a route makes, and the seams other parts
+ * plug into (policy, skills, metering, rows). No uWS, no undici types.
+ */
+import type { GatewayError } from '../errors.js';
+import type { GatewayRequest, HeaderList, ResponseSink, Surface } from '../http/types.js';
+import type { Location } from '../providers/adapter.js';
+import type { Providers } from '../providers/index.js';
+import type { ProviderId } from '../providers/types.js';
+import type { Presented } from '../http/credentials.js';
+import type { Caller } from '../tenancy/types.js';
+import type { InspectorRow } from '../telemetry/ring.js';
+import type { ReplyTransform } from '../translate/types.js';
+
+/** One call as every stage sees it: who, to whom, what. Credentials stay out. */
+export interface Call {
+  readonly org: Caller['org'];
+  readonly key: Caller['key'];
+  provider: ProviderId;
+  /** the model the call names (undefined: the route names none, e.g. a cloudx path without one) */
+  model: string | undefined;
+  /** the bytes that go upstream, in the provider's format */
+  body: Buffer;
+  /** where the caller named (its location headers), before a stored key's */
+  location: Location | undefined;
+}
+
+/** The named stages, in the order one runner runs them for every surface. */
+export const STAGE_NAMES = ['authenticate', 'plan', 'admission', 'skills', 'metering', 'dispatch', 'accounting'] as const;
+export type StageName = (typeof STAGE_NAMES)[number];
+
+/** What a stage decided. */
+export type Verdict =
+  /** go on to the next stage */
+  | { readonly kind: 'continue' }
+  /** go on with a new body and/or model (an acting skill's rewrite, a route) */
+  | { readonly kind: 'rewrite'; readonly body?: Buffer; readonly model?: string }
+  /** answer now, without calling the vendor (a cache hit): a whole body, or a stream's chunks in order */
+  | { readonly kind: 'answer'; readonly status: number; readonly headers: HeaderList; readonly body: Buffer | string }
+  | { readonly kind: 'answer'; readonly status: number; readonly headers: HeaderList; readonly chunks: ReadonlyArray<Buffer | string> }
+  /** refuse with a typed error (rendered in the surface's envelope) */
+  | { readonly kind: 'refuse'; readonly error: GatewayError };
+
+export type Answer = Extract<Verdict, { kind: 'answer' }>;
+
+/** the one continue verdict: continuing allocates nothing */
+export const CONTINUE: Verdict = Object.freeze({ kind: 'continue' });
+
+/** A stage: returns a verdict, synchronously when it can (the runner then does not wait). */
+export interface Stage<C> {
+  readonly name: StageName;
+  run(ctx: C): Verdict | Promise<Verdict>;
+}
+
+/**
+ * What the tenant's policy reserved for a call (a spend-cap reservation).
+ * `settle` runs once the reply has ended, with the real cost, or undefined
+ * when the vendor billed a call whose usage the gateway never saw.
+ */
+export interface Admission {
+  settle(costUsd: number | undefined): void;
+}
+
+export const ADMITTED: Admission = { settle: () => undefined };
+
+/**
+ * A policy stage of admission or metering (src/policy/): throws a
+ * GatewayError to refuse, or admits. Overload shedding is one more such
+ * stage at the front of the admission list.
+ */
+export interface PolicyStage {
+  readonly name: string;
+  admit(call: Call): Promise<Admission> | Admission;
+  /** re-checks once the upstream location is resolved (a stored key's region): throws to refuse */
+  located?(call: Call, location: Location): void;
+}
+
+/** What the skills stage sees of a request. */
+export interface SkillInput {
+  readonly req: GatewayRequest;
+  readonly surface: Surface;
+  readonly call: Call;
+  /** headers added to whatever answers the request (x-gw-skill-…) */
+  readonly res: Pick<ResponseSink, 'extraHeaders'>;
+}
+
+/** The skills seam: the skill engine implements it; the default reports nothing and changes nothing. */
+export interface SkillsStage {
+  run(input: SkillInput): Verdict | Promise<Verdict>;
+}
+
+export const NO_SKILLS: SkillsStage = { run: () => CONTINUE };
+
+/** Where finished requests' rows go at accounting (the inspector ring today; durable streams later). */
+export interface RowSink {
+  push(row: InspectorRow): void;
+}
+
+/** What a route's planner is given. */
+export interface PlanInput {
+  readonly providers: Providers;
+  readonly presented: Presented;
+}
+
+/** How a route sends one call, as its planner decides from the request. */
+export interface Plan {
+  provider: ProviderId;
+  model: string | undefined;
+  body: Buffer;
+  /** where the caller named (checked by the provider) */
+  location?: Location;
+  /** the vendor's path and query; a function when it depends on the resolved location */
+  path: string | ((location: Location) => string);
+  /** the credentials as this route reads them, when it reads them otherwise than presented (the OpenAI SDK's bearer is an API key) */
+  presented?: Presented;
+  /** caller headers that go upstream although they are normally dropped */
+  keepHeaders?: readonly string[];
+  /** headers the vendor's format requires, over the caller's (a translated call's anthropic-version) */
+  headers?: Readonly<Record<string, string>>;
+  /** set on a translated call: rewrites the vendor's reply into the caller's format */
+  reply?: ReplyTransform;
+  /** the vendor does not bill the call (token counting): nothing is metered */
+  costless?: true;
+  /** the route relays arbitrary vendor paths whose replies may be audio or text (cloudx generic) */
+  opaqueReplies?: true;
+  /** added to the relayed reply's headers */
+  replyHeaders?: HeaderList;
+  /** the answer when no vendor credential exists at all (count_tokens' local estimate); else 402 */
+  withoutCredential?(): Answer;
+}
+
+export type Planner = (req: GatewayRequest, input: PlanInput) => Plan | Promise<Plan>;
+
+/** A relayed route: its method and path, the surface it belongs to, and how it plans a call. */
+export interface RouteRow {
+  method: 'POST';
+  path: string;
+  surface: Surface;
+  plan: Planner;
+}

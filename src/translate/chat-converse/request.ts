@@ -1,0 +1,80 @@
+import { alternate, bad, parsedArguments, readChatCall, systemTexts, type ChatCall, type ChatPart } from '../chat/request.js';
+import type { ChatRequest, TranslatedRequest } from '../types.js';
+
+/** Chat completions → Bedrock Converse / ConverseStream (cloudy): the request. */
+
+type Block = Record<string, unknown>;
+type Turn = { role: 'user' | 'assistant'; blocks: Block[] };
+
+const IMAGE_FORMATS: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
+
+function block(p: ChatPart, field: string): Block {
+  if (p.kind === 'text') return { text: p.text };
+  if (p.kind === 'image_url') throw bad(field, 'cloudy takes images inline: send a data: URL');
+  const format = IMAGE_FORMATS[p.mediaType];
+  if (format === undefined) throw bad(field, `cloudy takes png, jpeg, gif or webp images, not ${p.mediaType}`);
+  return { image: { format, source: { bytes: p.data } } };
+}
+
+function messages(call: ChatCall): Array<{ role: Turn['role']; content: Block[] }> {
+  const turns = call.messages.flatMap((m, i): Turn[] => {
+    const field = `messages[${i}]`;
+    switch (m.role) {
+      case 'system':
+        return [];
+      case 'user':
+        return [{ role: 'user', blocks: m.parts.map((p, j) => block(p, `${field}.content[${j}]`)) }];
+      case 'tool':
+        return [{ role: 'user', blocks: [{ toolResult: { toolUseId: m.toolCallId, content: [{ text: m.text }] } }] }];
+      case 'assistant':
+        return [
+          {
+            role: 'assistant',
+            blocks: [
+              ...m.parts.map((p, j) => block(p, `${field}.content[${j}]`)),
+              ...m.toolCalls.map((c, j) => ({ toolUse: { toolUseId: c.id, name: c.name, input: parsedArguments(c, `${field}.tool_calls[${j}].function.arguments`) } })),
+            ],
+          },
+        ];
+    }
+  });
+  return alternate(turns).map((t) => ({ role: t.role, content: t.blocks }));
+}
+
+function toolChoice(call: ChatCall): Block | undefined {
+  const c = call.toolChoice;
+  if (!c || c.kind === 'auto') return c && { auto: {} };
+  if (c.kind === 'required') return { any: {} };
+  if (c.kind === 'function') return { tool: { name: c.name } };
+  throw bad('tool_choice', 'cloudy has no "none" tool choice: leave the tools out instead');
+}
+
+/** The Converse request body of a chat-completions call (the model id rides in the path). */
+function converseBody(call: ChatCall): Record<string, unknown> {
+  if (!call.parallelToolCalls && call.tools.length > 0) throw bad('parallel_tool_calls', 'cloudy has no switch for parallel tool calls');
+  const system = systemTexts(call.messages);
+  const choice = toolChoice(call);
+  const inference = {
+    ...(call.maxTokens !== undefined && { maxTokens: call.maxTokens }),
+    ...(call.temperature !== undefined && { temperature: call.temperature }),
+    ...(call.topP !== undefined && { topP: call.topP }),
+    ...(call.stop.length > 0 && { stopSequences: call.stop }),
+  };
+  return {
+    messages: messages(call),
+    ...(system.length > 0 && { system: system.map((text) => ({ text })) }),
+    ...(Object.keys(inference).length > 0 && { inferenceConfig: inference }),
+    ...(call.tools.length > 0 && {
+      toolConfig: {
+        tools: call.tools.map((t) => ({ toolSpec: { name: t.name, ...(t.description !== undefined && { description: t.description }), inputSchema: { json: t.parameters } } })),
+        ...(choice && { toolChoice: choice }),
+      },
+    }),
+  };
+}
+
+/** A chat-completions call as a Converse call (the model id rides in the path its provider builds). */
+export function chatToConverseRequest(body: ChatRequest): TranslatedRequest {
+  const call = readChatCall(body, 'cloudy');
+  return { operation: { op: 'converse', model: call.model, stream: call.stream }, body: Buffer.from(JSON.stringify(converseBody(call))) };
+}

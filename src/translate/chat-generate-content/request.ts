@@ -1,0 +1,88 @@
+import { jsonOf } from '../chat/reply.js';
+import { alternate, bad, parsedArguments, readChatCall, systemTexts, toolNamesById, type ChatCall, type ChatPart } from '../chat/request.js';
+import type { ChatRequest, TranslatedRequest } from '../types.js';
+
+/** Chat completions → Gemini generateContent (genvendor): the request. */
+
+type Part = Record<string, unknown>;
+type Turn = { role: 'user' | 'model'; blocks: Part[] };
+
+function part(p: ChatPart, field: string): Part {
+  if (p.kind === 'text') return { text: p.text };
+  if (p.kind === 'image') return { inlineData: { mimeType: p.mediaType, data: p.data } };
+  throw bad(field, 'genvendor takes images inline: send a data: URL');
+}
+
+/** A tool result as the object functionResponse.response must be: the result's JSON object, or the text under `result`. */
+function responseObject(text: string): Record<string, unknown> {
+  const v = jsonOf(Buffer.from(text));
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : { result: text };
+}
+
+function contents(call: ChatCall): Array<{ role: Turn['role']; parts: Part[] }> {
+  const names = toolNamesById(call.messages);
+  const turns = call.messages.flatMap((m, i): Turn[] => {
+    const field = `messages[${i}]`;
+    switch (m.role) {
+      case 'system':
+        return [];
+      case 'user':
+        return [{ role: 'user', blocks: m.parts.map((p, j) => part(p, `${field}.content[${j}]`)) }];
+      case 'assistant':
+        return [
+          {
+            role: 'model',
+            blocks: [
+              ...m.parts.map((p, j) => part(p, `${field}.content[${j}]`)),
+              ...m.toolCalls.map((c, j) => ({ functionCall: { name: c.name, args: parsedArguments(c, `${field}.tool_calls[${j}].function.arguments`) } })),
+            ],
+          },
+        ];
+      case 'tool': {
+        const name = names.get(m.toolCallId);
+        if (name === undefined) throw bad(`${field}.tool_call_id`, `no earlier assistant tool call has id ${JSON.stringify(m.toolCallId)}`);
+        return [{ role: 'user', blocks: [{ functionResponse: { name, response: responseObject(m.text) } }] }];
+      }
+    }
+  });
+  return alternate(turns).map((t) => ({ role: t.role, parts: t.blocks }));
+}
+
+function toolConfig(call: ChatCall): Record<string, unknown> | undefined {
+  const c = call.toolChoice;
+  if (!c) return undefined;
+  if (c.kind === 'function') return { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: [c.name] } };
+  return { functionCallingConfig: { mode: { auto: 'AUTO', none: 'NONE', required: 'ANY' }[c.kind] } };
+}
+
+/** The GenerateContentRequest of a chat-completions call. */
+function generateContentBody(call: ChatCall): Record<string, unknown> {
+  if (!call.parallelToolCalls && call.tools.length > 0) throw bad('parallel_tool_calls', 'genvendor has no switch for parallel tool calls');
+  const system = systemTexts(call.messages);
+  const tc = toolConfig(call);
+  const generation = {
+    ...(call.maxTokens !== undefined && { maxOutputTokens: call.maxTokens }),
+    ...(call.temperature !== undefined && { temperature: call.temperature }),
+    ...(call.topP !== undefined && { topP: call.topP }),
+    ...(call.stop.length > 0 && { stopSequences: call.stop }),
+  };
+  return {
+    contents: contents(call),
+    ...(system.length > 0 && { systemInstruction: { parts: system.map((text) => ({ text })) } }),
+    ...(call.tools.length > 0 && {
+      tools: [{ functionDeclarations: call.tools.map((t) => ({ name: t.name, ...(t.description !== undefined && { description: t.description }), parametersJsonSchema: t.parameters })) }],
+    }),
+    ...(tc && { toolConfig: tc }),
+    ...(Object.keys(generation).length > 0 && { generationConfig: generation }),
+  };
+}
+
+/** A chat-completions call as a generateContent call (its provider checks the model name it puts in the path). */
+export function chatToGenerateContentRequest(body: ChatRequest): TranslatedRequest {
+  const call = readChatCall(body, 'genvendor');
+  const model = call.model.replace(/^models\//, '');
+  return {
+    operation: { op: 'generate_content', model, stream: call.stream, query: call.stream ? 'alt=sse' : '' },
+    body: Buffer.from(JSON.stringify(generateContentBody(call))),
+  };
+}

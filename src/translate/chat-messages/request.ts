@@ -1,0 +1,82 @@
+import { alternate, parsedArguments, readChatCall, systemTexts, type ChatCall, type ChatPart } from '../chat/request.js';
+import type { ChatRequest, TranslatedRequest } from '../types.js';
+
+/** Chat completions → the Anthropic Messages API (msgvendor): the request. */
+
+const ANTHROPIC_VERSION = '2023-06-01';
+
+type Block = Record<string, unknown>;
+
+function contentBlock(p: ChatPart): Block {
+  if (p.kind === 'text') return { type: 'text', text: p.text };
+  if (p.kind === 'image') return { type: 'image', source: { type: 'base64', media_type: p.mediaType, data: p.data } };
+  return { type: 'image', source: { type: 'url', url: p.url } };
+}
+
+type Turn = { role: 'user' | 'assistant'; blocks: Block[] };
+
+function turns(call: ChatCall): Turn[] {
+  return alternate(
+    call.messages.flatMap((m, i): Turn[] => {
+      switch (m.role) {
+        case 'system':
+          return [];
+        case 'user':
+          return [{ role: 'user', blocks: m.parts.map(contentBlock) }];
+        case 'tool':
+          return [{ role: 'user', blocks: [{ type: 'tool_result', tool_use_id: m.toolCallId, content: m.text }] }];
+        case 'assistant':
+          return [
+            {
+              role: 'assistant',
+              blocks: [
+                ...m.parts.map(contentBlock),
+                ...m.toolCalls.map((c, j) => ({ type: 'tool_use', id: c.id, name: c.name, input: parsedArguments(c, `messages[${i}].tool_calls[${j}].function.arguments`) })),
+              ],
+            },
+          ];
+      }
+    }),
+  );
+}
+
+/** Anthropic wants a user turn's tool results before its other content. */
+const toolResultsFirst = (blocks: Block[]): Block[] => [...blocks.filter((b) => b.type === 'tool_result'), ...blocks.filter((b) => b.type !== 'tool_result')];
+
+function toolChoice(call: ChatCall): Block | undefined {
+  const c = call.toolChoice;
+  const parallel = call.parallelToolCalls ? {} : { disable_parallel_tool_use: true };
+  if (!c) return call.parallelToolCalls || call.tools.length === 0 ? undefined : { type: 'auto', ...parallel };
+  if (c.kind === 'none') return { type: 'none' };
+  if (c.kind === 'function') return { type: 'tool', name: c.name, ...parallel };
+  return { type: c.kind === 'required' ? 'any' : 'auto', ...parallel };
+}
+
+/** The Messages request body of a chat-completions call. */
+function messagesBody(call: ChatCall, defaultMaxTokens: number): Record<string, unknown> {
+  const system = systemTexts(call.messages);
+  const choice = toolChoice(call);
+  return {
+    model: call.model,
+    max_tokens: call.maxTokens ?? defaultMaxTokens,
+    ...(system.length > 0 && { system: system.map((text) => ({ type: 'text', text })) }),
+    messages: turns(call).map((t) => ({ role: t.role, content: t.role === 'user' ? toolResultsFirst(t.blocks) : t.blocks })),
+    ...(call.tools.length > 0 && { tools: call.tools.map((t) => ({ name: t.name, ...(t.description !== undefined && { description: t.description }), input_schema: t.parameters })) }),
+    ...(choice && { tool_choice: choice }),
+    ...(call.temperature !== undefined && { temperature: call.temperature }),
+    ...(call.topP !== undefined && { top_p: call.topP }),
+    ...(call.stop.length > 0 && { stop_sequences: call.stop }),
+    ...(call.user !== undefined && { metadata: { user_id: call.user } }),
+    ...(call.stream && { stream: true }),
+  };
+}
+
+/** A chat-completions call as a Messages call; `defaultMaxTokens` where the caller sets no limit (the vendor requires one). */
+export function chatToMessagesRequest(body: ChatRequest, defaultMaxTokens: number): TranslatedRequest {
+  const call = readChatCall(body, 'msgvendor');
+  return {
+    operation: { op: 'messages', model: call.model, stream: call.stream, query: '' },
+    body: Buffer.from(JSON.stringify(messagesBody(call, defaultMaxTokens))),
+    headers: { 'anthropic-version': ANTHROPIC_VERSION },
+  };
+}
