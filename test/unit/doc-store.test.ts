@@ -188,6 +188,18 @@ for (const makeBacking of backings) {
         assert.deepEqual(store.get('key_skills', 'late-k'), { n: 3 }, 'within its deadline it writes');
       });
 
+      it('put, create and delete with a deadline already past change nothing and reject with store_timeout', async () => {
+        const store = await backing.open();
+        await store.put('orgs', 'late-kept', { n: 1 });
+        const past = { deadline: Date.now() - 1 };
+        const timedOut = (err: unknown) => err instanceof GatewayError && err.type === 'store_timeout';
+        await assert.rejects(store.put('orgs', 'late-kept', { n: 2 }, past), timedOut);
+        await assert.rejects(store.create('orgs', 'late-new', { n: 1 }, past), timedOut);
+        await assert.rejects(store.delete('orgs', 'late-kept', past), timedOut);
+        assert.deepEqual(store.get('orgs', 'late-kept'), { n: 1 });
+        assert.equal(store.get('orgs', 'late-new'), undefined);
+      });
+
       if (backing.persistent) {
         it('a new instance starts with what was written', async () => {
           const first = await backing.open();

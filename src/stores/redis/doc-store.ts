@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { GatewayError } from '../../errors.js';
-import { COLLECTIONS, Mirror, type Collection, type DocStore, type DocWrite, type StoreLog, type WriteOptions } from '../types.js';
-import { DOC_PUT_ALL_SCRIPT, DOC_SCRIPTS, type DocScript } from './doc-scripts.js';
+import { COLLECTIONS, Mirror, STORE_WRITE_BOUND_MS, writeDeadline, type Collection, type DocStore, type DocWrite, type StoreLog, type WriteOptions } from '../types.js';
+import { DOC_PUT_ALL_SCRIPT, DOC_SCRIPTS, PAST_DEADLINE_REPLY, type DocScript } from './doc-scripts.js';
 import type { RedisKeys } from './prefixes.js';
 
 /** How long a writer waits for its own change to come back through pub/sub. */
 const ECHO_WAIT_MS = 1000;
-/** Bound on one store command; past it a write answers 504 store_timeout. */
-const COMMAND_TIMEOUT_MS = 5000;
+/** Bound on one store command; past it a write answers 504 store_timeout (and, carrying a deadline no later, is not applied afterwards). */
+const COMMAND_TIMEOUT_MS = STORE_WRITE_BOUND_MS;
 const CONNECT_TIMEOUT_MS = 5000;
 const RESYNC_RETRY_MS = 1000;
 
 type ScriptedRedis = Redis &
-  Record<DocScript, (hash: string, channel: string, id: string, doc: string, message: string) => Promise<number | string>> & {
+  Record<DocScript, (hash: string, channel: string, id: string, doc: string, message: string, deadline: string) => Promise<number | string>> & {
     gwDocPutAll(numKeys: number, ...keysThenArgs: string[]): Promise<number>;
   };
 
@@ -85,30 +85,29 @@ export class RedisDocStore extends Mirror implements DocStore {
     this.started = true;
   }
 
-  async put(collection: Collection, id: string, doc: object): Promise<void> {
-    await this.write('gwDocPut', { op: 'p', collection, id, text: JSON.stringify(doc) });
+  async put(collection: Collection, id: string, doc: object, options: WriteOptions = {}): Promise<void> {
+    await this.write('gwDocPut', { op: 'p', collection, id, text: JSON.stringify(doc) }, options);
   }
 
   async putAll(writes: readonly DocWrite[], options: WriteOptions = {}): Promise<void> {
     if (writes.length === 0) return;
-    const deadline = options.deadline === undefined ? '' : String(await this.onRedisClock(options.deadline));
+    const deadline = await this.onRedisClock(writeDeadline(options));
     const changes: Change[] = writes.map((w) => ({ op: 'p', collection: w.collection, id: w.id, text: JSON.stringify(w.doc) }));
     const hashes = changes.map((c) => this.keys.doc(c.collection));
-    const wrote = await this.run(changes, (messages) =>
+    await this.run(changes, (messages) =>
       this.cmd.gwDocPutAll(1 + changes.length, this.keys.docChannel, ...hashes, deadline, ...changes.flatMap((c, i) => [c.id, c.text as string, messages[i] as string])),
     );
-    if (wrote === false) throw new GatewayError('store_timeout', 'the write reached the configuration store past its deadline; nothing was written');
   }
 
-  async create<T extends object>(collection: Collection, id: string, doc: T): Promise<{ created: boolean; current: T }> {
+  async create<T extends object>(collection: Collection, id: string, doc: T, options: WriteOptions = {}): Promise<{ created: boolean; current: T }> {
     const text = JSON.stringify(doc);
-    const wrote = await this.write('gwDocCreate', { op: 'p', collection, id, text });
+    const wrote = await this.write('gwDocCreate', { op: 'p', collection, id, text }, options);
     if (typeof wrote === 'string') return { created: false, current: JSON.parse(wrote) as T };
     return { created: true, current: this.get<T>(collection, id) ?? (JSON.parse(text) as T) };
   }
 
-  async delete(collection: Collection, id: string): Promise<boolean> {
-    return (await this.write('gwDocDelete', { op: 'd', collection, id, text: undefined })) === true;
+  async delete(collection: Collection, id: string, options: WriteOptions = {}): Promise<boolean> {
+    return (await this.write('gwDocDelete', { op: 'd', collection, id, text: undefined }, options)) === true;
   }
 
   async close(): Promise<void> {
@@ -123,9 +122,10 @@ export class RedisDocStore extends Mirror implements DocStore {
    * `deadline` (this host's clock) on Redis's clock: Redis TIME plus what is
    * left of the bound once TIME answered. Never later than the caller's own
    * deadline, and no agreement between the two hosts' clocks is assumed. Past
-   * the deadline already: nothing is sent.
+   * the deadline already: nothing is sent. The script is sent once TIME
+   * answered, so its command timeout ends no earlier than this deadline.
    */
-  private async onRedisClock(deadline: number): Promise<number> {
+  private async onRedisClock(deadline: number): Promise<string> {
     let now: number;
     try {
       const [seconds, micros] = (await this.cmd.time()) as unknown as [string | number, string | number];
@@ -135,12 +135,13 @@ export class RedisDocStore extends Mirror implements DocStore {
     }
     const left = deadline - Date.now();
     if (left <= 0) throw new GatewayError('store_timeout', 'the configuration store answered past the write deadline; nothing was written');
-    return now + left;
+    return String(now + left);
   }
 
-  /** One document's script: its hash, the channel, the id, the JSON and the message. */
-  private write(name: DocScript, change: Change): Promise<true | false | string> {
-    return this.run([change], (messages) => this.cmd[name](this.keys.doc(change.collection), this.keys.docChannel, change.id, change.text ?? '', messages[0] as string));
+  /** One document's script: its hash, the channel, the id, the JSON, the message and the deadline. */
+  private async write(name: DocScript, change: Change, options: WriteOptions): Promise<true | false | string> {
+    const deadline = await this.onRedisClock(writeDeadline(options));
+    return this.run([change], (messages) => this.cmd[name](this.keys.doc(change.collection), this.keys.docChannel, change.id, change.text ?? '', messages[0] as string, deadline));
   }
 
   /**
@@ -165,6 +166,7 @@ export class RedisDocStore extends Mirror implements DocStore {
     }
     if (wrote !== 1) {
       echo.cancel();
+      if (wrote === PAST_DEADLINE_REPLY) throw new GatewayError('store_timeout', 'the write reached the configuration store past its deadline; nothing was written');
       return wrote === 0 ? false : String(wrote);
     }
     if (!(await echo.arrived)) {
