@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { GatewayError } from '../../errors.js';
 import { COLLECTIONS, Mirror, STORE_WRITE_BOUND_MS, writeDeadline, type Collection, type DocStore, type DocWrite, type StoreLog, type WriteOptions } from '../types.js';
-import { DOC_PUT_ALL_SCRIPT, DOC_SCRIPTS, PAST_DEADLINE_REPLY, type DocScript } from './doc-scripts.js';
+import { DOC_PUT_ALL_SCRIPT, DOC_SCRIPTS, OTHER_GENERATION_REPLY, PAST_DEADLINE_REPLY, RELEASE_LEASE_SCRIPT, type DocScript } from './doc-scripts.js';
 import type { RedisKeys } from './prefixes.js';
 
 /** How long a writer waits for its own change to come back through pub/sub. */
@@ -11,11 +11,32 @@ const ECHO_WAIT_MS = 1000;
 const COMMAND_TIMEOUT_MS = STORE_WRITE_BOUND_MS;
 const CONNECT_TIMEOUT_MS = 5000;
 const RESYNC_RETRY_MS = 1000;
+/** How often a replica checks the generation marker: Redis can lose its data (FLUSHALL, a failover to an empty replica) without dropping a connection. */
+const GENERATION_CHECK_MS = 1000;
+/** Long enough to write every document back; a replica that dies meanwhile leaves the restore to another once it lapses. */
+const RESTORE_LEASE_MS = 30_000;
 
 type ScriptedRedis = Redis &
-  Record<DocScript, (hash: string, channel: string, id: string, doc: string, message: string, deadline: string) => Promise<number | string>> & {
+  Record<DocScript, (hash: string, channel: string, marker: string, id: string, doc: string, message: string, deadline: string, generation: string) => Promise<number | string>> & {
     gwDocPutAll(numKeys: number, ...keysThenArgs: string[]): Promise<number>;
+    gwReleaseLease(lease: string, holder: string): Promise<number>;
   };
+
+/** What the store reports beyond its log. */
+export interface RedisDocStoreHooks {
+  /** Redis lost the documents (or was replaced by an empty store); called once per incident */
+  onDataLoss?: () => void;
+}
+
+/** Redis as one reload read it: every collection's documents and the generation marker. */
+interface Snapshot {
+  docs: Array<Record<string, string>>;
+  generation: string | null;
+  empty: boolean;
+}
+
+/** A restore another replica holds the lease for (or that lost a race): retried quietly until Redis is whole again. */
+class RestorePending extends Error {}
 
 /** One change as this store writes and publishes it; `text` undefined deletes. */
 interface Change {
@@ -27,6 +48,9 @@ interface Change {
 
 /** A change as published: [op, collection, id, writer token, document or null]. */
 type ChangeMessage = ['p' | 'd', string, string, string, unknown];
+/** Published by a replica that wrote its mirror back into Redis: [op, its origin]; every other replica reloads. */
+const RESTORED = 'r';
+type RestoredMessage = [typeof RESTORED, string];
 
 /**
  * Redis-backed store: one hash per collection, one pub/sub channel announcing
@@ -49,18 +73,26 @@ export class RedisDocStore extends Mirror implements DocStore {
   private started = false;
   private closed = false;
   private lastError: Error | undefined;
+  /** the generation of the data set the mirror follows (the marker's value); undefined until the first load */
+  private generation: string | undefined;
+  /** set from the moment a loss is seen until Redis holds the mirror again: one metric and one error line per incident */
+  private lossSeen = false;
+  private generationTimer: NodeJS.Timeout | undefined;
+  private checkingGeneration = false;
 
   constructor(
     private readonly url: string,
     private readonly keys: RedisKeys,
     log?: StoreLog,
+    private readonly hooks: RedisDocStoreHooks = {},
   ) {
     super(log);
     const common = { lazyConnect: true, connectTimeout: CONNECT_TIMEOUT_MS } as const;
     // connection names let an operator (and the tests) tell the store's connections apart in CLIENT LIST
     this.cmd = new Redis(url, { ...common, connectionName: `${keys.docChannel}:cmd`, maxRetriesPerRequest: 1, commandTimeout: COMMAND_TIMEOUT_MS }) as ScriptedRedis;
-    for (const [name, lua] of Object.entries(DOC_SCRIPTS)) this.cmd.defineCommand(name, { numberOfKeys: 2, lua });
+    for (const [name, lua] of Object.entries(DOC_SCRIPTS)) this.cmd.defineCommand(name, { numberOfKeys: 3, lua });
     this.cmd.defineCommand('gwDocPutAll', { lua: DOC_PUT_ALL_SCRIPT });
+    this.cmd.defineCommand('gwReleaseLease', { numberOfKeys: 1, lua: RELEASE_LEASE_SCRIPT });
     // resubscribing is ours to do: the reload must start only once the subscription is live again
     this.sub = new Redis(url, { ...common, connectionName: `${keys.docChannel}:sub`, maxRetriesPerRequest: null, autoResubscribe: false });
   }
@@ -83,6 +115,8 @@ export class RedisDocStore extends Mirror implements DocStore {
       throw new Error(`GW_REDIS_URL: cannot use Redis at ${redactUrl(this.url)}: ${reason}`, { cause: err });
     }
     this.started = true;
+    this.generationTimer = setInterval(() => this.checkGeneration(), GENERATION_CHECK_MS);
+    this.generationTimer.unref();
   }
 
   async put(collection: Collection, id: string, doc: object, options: WriteOptions = {}): Promise<void> {
@@ -95,7 +129,15 @@ export class RedisDocStore extends Mirror implements DocStore {
     const changes: Change[] = writes.map((w) => ({ op: 'p', collection: w.collection, id: w.id, text: JSON.stringify(w.doc) }));
     const hashes = changes.map((c) => this.keys.doc(c.collection));
     await this.run(changes, (messages) =>
-      this.cmd.gwDocPutAll(1 + changes.length, this.keys.docChannel, ...hashes, deadline, ...changes.flatMap((c, i) => [c.id, c.text as string, messages[i] as string])),
+      this.cmd.gwDocPutAll(
+        2 + changes.length,
+        this.keys.docChannel,
+        this.keys.docGeneration,
+        ...hashes,
+        deadline,
+        this.generation ?? '',
+        ...changes.flatMap((c, i) => [c.id, c.text as string, messages[i] as string]),
+      ),
     );
   }
 
@@ -112,6 +154,7 @@ export class RedisDocStore extends Mirror implements DocStore {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.generationTimer);
     for (const release of this.echoes.values()) release();
     this.echoes.clear();
     this.sub.disconnect();
@@ -141,7 +184,9 @@ export class RedisDocStore extends Mirror implements DocStore {
   /** One document's script: its hash, the channel, the id, the JSON, the message and the deadline. */
   private async write(name: DocScript, change: Change, options: WriteOptions): Promise<true | false | string> {
     const deadline = await this.onRedisClock(writeDeadline(options));
-    return this.run([change], (messages) => this.cmd[name](this.keys.doc(change.collection), this.keys.docChannel, change.id, change.text ?? '', messages[0] as string, deadline));
+    return this.run([change], (messages) =>
+      this.cmd[name](this.keys.doc(change.collection), this.keys.docChannel, this.keys.docGeneration, change.id, change.text ?? '', messages[0] as string, deadline, this.generation ?? ''),
+    );
   }
 
   /**
@@ -167,6 +212,10 @@ export class RedisDocStore extends Mirror implements DocStore {
     if (wrote !== 1) {
       echo.cancel();
       if (wrote === PAST_DEADLINE_REPLY) throw new GatewayError('store_timeout', 'the write reached the configuration store past its deadline; nothing was written');
+      if (wrote === OTHER_GENERATION_REPLY) {
+        this.checkGeneration();
+        throw new GatewayError('store_timeout', 'the configuration store lost its data and is being restored from the gateway; nothing was written');
+      }
       return wrote === 0 ? false : String(wrote);
     }
     if (!(await echo.arrived)) {
@@ -202,13 +251,18 @@ export class RedisDocStore extends Mirror implements DocStore {
   }
 
   private applyMessage(message: string): void {
-    let parsed: ChangeMessage;
+    let parsed: ChangeMessage | RestoredMessage;
     try {
-      parsed = JSON.parse(message) as ChangeMessage;
+      parsed = JSON.parse(message) as ChangeMessage | RestoredMessage;
       // anything may be published on the channel: only a change message's shape is applied
-      if (!Array.isArray(parsed) || parsed.length < 4 || typeof parsed[1] !== 'string' || typeof parsed[2] !== 'string') throw new Error('not a change');
+      if (!Array.isArray(parsed) || typeof parsed[1] !== 'string' || (parsed[0] !== RESTORED && (parsed.length < 4 || typeof parsed[2] !== 'string'))) throw new Error('not a change');
     } catch {
       this.log.warn({ channel: this.keys.docChannel }, 'ignored a malformed store change message');
+      return;
+    }
+    if (parsed[0] === RESTORED) {
+      // another replica wrote its mirror back: what Redis holds is whole again
+      if (parsed[1] !== this.origin && this.started && !this.closed) void this.resyncUntilDone();
       return;
     }
     const [op, collection, id, token, doc] = parsed;
@@ -237,36 +291,129 @@ export class RedisDocStore extends Mirror implements DocStore {
   private resync(): Promise<void> {
     const run = (this.resyncing ?? Promise.resolve()).then(() => this.reload());
     const tracked = run.finally(() => {
-      if (this.resyncing === tracked) this.resyncing = undefined;
+      if (this.resyncing === settled) this.resyncing = undefined;
     });
-    this.resyncing = tracked.catch(() => undefined);
+    const settled = tracked.catch(() => undefined);
+    this.resyncing = settled;
     return tracked;
   }
 
   /**
-   * Subscribes, then snapshots every collection; messages arriving meanwhile
-   * are held and applied after the snapshot. Each held message is at least as
-   * new as the snapshot's view of its document or older with a newer message
-   * after it, so replaying them in order ends in Redis's state.
+   * Subscribes, then snapshots every collection with the generation marker;
+   * messages arriving meanwhile are held and applied after the snapshot. Each
+   * held message is at least as new as the snapshot's view of its document or
+   * older with a newer message after it, so replaying them in order ends in
+   * Redis's state.
+   *
+   * The snapshot replaces the mirror only when it belongs to the generation
+   * the mirror follows. A Redis without the marker (restarted empty, flushed)
+   * or whose marker names another generation while it holds no document has
+   * lost the data, not changed it: the mirror stays and is written back
+   * (`restore`). A marker of another generation over documents is a data set
+   * an operator put there (a backup): it is adopted.
    */
   private async reload(): Promise<void> {
     const held: string[] = [];
     this.buffered = held;
     try {
       await this.sub.subscribe(this.keys.docChannel);
-      const replies = await this.cmd.multi(COLLECTIONS.map((c) => ['hgetall', this.keys.doc(c)])).exec();
-      COLLECTIONS.forEach((c, i) => {
-        const [err, all] = replies?.[i] ?? [new Error('no reply')];
-        if (err) throw err;
-        this.replaceCollection(c, all as Record<string, string>);
-      });
+      let snapshot = await this.snapshot();
+      if (this.generation === undefined && snapshot.generation === null) {
+        // first load of a new deployment (or of data written before markers): it gets its generation
+        await this.cmd.set(this.keys.docGeneration, randomUUID(), 'NX');
+        snapshot = await this.snapshot();
+      }
+      if (this.generation === undefined || snapshot.generation === this.generation || (snapshot.generation !== null && !snapshot.empty)) {
+        if (this.generation !== undefined && snapshot.generation !== this.generation) {
+          this.log.warn({ was: this.generation, now: snapshot.generation }, 'the configuration store holds another data set (another generation); following it');
+        }
+        this.generation = snapshot.generation ?? undefined;
+        this.lossSeen = false;
+        COLLECTIONS.forEach((c, i) => this.replaceCollection(c, snapshot.docs[i] ?? {}));
+      } else {
+        await this.restore(snapshot.generation);
+      }
     } catch (err) {
-      if (this.started) this.log.error({ err }, `store reload after reconnect failed; retrying in ${RESYNC_RETRY_MS} ms`);
+      if (this.started && !(err instanceof RestorePending)) this.log.error({ err }, `store reload after reconnect failed; retrying in ${RESYNC_RETRY_MS} ms`);
       throw err;
     } finally {
       this.buffered = undefined;
       for (const m of held) this.applyMessage(m);
     }
+  }
+
+  private async snapshot(): Promise<Snapshot> {
+    const replies = await this.cmd
+      .multi([...COLLECTIONS.map((c) => ['hgetall', this.keys.doc(c)]), ['get', this.keys.docGeneration]])
+      .exec();
+    const results = COLLECTIONS.map((_c, i) => {
+      const [err, all] = replies?.[i] ?? [new Error('no reply')];
+      if (err) throw err;
+      return all as Record<string, string>;
+    });
+    const [err, generation] = replies?.[COLLECTIONS.length] ?? [new Error('no reply')];
+    if (err) throw err;
+    return { docs: results, generation: generation as string | null, empty: results.every((d) => Object.keys(d).length === 0) };
+  }
+
+  /**
+   * Redis lost the documents: keep serving from the mirror and write it back,
+   * the marker last and in the same transaction, so a restore cut short is
+   * redone. One replica restores under a lease; the transaction is dropped if
+   * the marker changed since it was read (another replica restored first).
+   * Writes are refused meanwhile (their scripts check the marker), so nothing
+   * written into the empty store is lost under the restore.
+   */
+  private async restore(seen: string | null): Promise<void> {
+    if (!this.lossSeen) {
+      this.lossSeen = true;
+      this.hooks.onDataLoss?.();
+      this.log.error(
+        { generation: this.generation, found: seen, documents: COLLECTIONS.reduce((n, c) => n + (this.data.get(c)?.size ?? 0), 0) },
+        'Redis lost the configuration documents (generation marker missing or on an empty store); serving from the mirror and restoring Redis from it',
+      );
+    }
+    const lease = await this.cmd.set(this.keys.docRestoreLease, this.origin, 'PX', RESTORE_LEASE_MS, 'NX');
+    if (lease !== 'OK') throw new RestorePending('another replica is restoring the store');
+    try {
+      await this.cmd.watch(this.keys.docGeneration);
+      if ((await this.cmd.get(this.keys.docGeneration)) !== seen) {
+        await this.cmd.unwatch();
+        throw new RestorePending('the store changed while the restore started');
+      }
+      const tx = this.cmd.multi();
+      for (const c of COLLECTIONS) {
+        tx.del(this.keys.doc(c));
+        const fields = [...(this.data.get(c) ?? [])].flatMap(([id, doc]) => [id, JSON.stringify(doc)]);
+        if (fields.length > 0) tx.hset(this.keys.doc(c), ...fields);
+      }
+      tx.set(this.keys.docGeneration, this.generation as string);
+      tx.publish(this.keys.docChannel, JSON.stringify([RESTORED, this.origin]));
+      const done = await tx.exec();
+      if (done === null) throw new RestorePending('the store changed during the restore');
+      const failed = done.find(([err]) => err);
+      if (failed) throw failed[0] as Error;
+    } finally {
+      await this.cmd.gwReleaseLease(this.keys.docRestoreLease, this.origin).catch(() => undefined);
+    }
+    this.lossSeen = false;
+    this.log.warn({ generation: this.generation }, 'configuration store restored from this replica\'s mirror');
+  }
+
+  /** A marker that no longer names the mirror's generation starts a resync (which restores when the data is gone). */
+  private checkGeneration(): void {
+    if (this.checkingGeneration || this.resyncing || this.closed) return;
+    this.checkingGeneration = true;
+    this.cmd
+      .get(this.keys.docGeneration)
+      .then(
+        (found) => {
+          if (found !== this.generation && !this.closed) void this.resyncUntilDone();
+        },
+        // Redis away: the connection watch reports it, and the reconnect resyncs
+        () => undefined,
+      )
+      .finally(() => (this.checkingGeneration = false));
   }
 
   private replaceCollection(collection: Collection, all: Record<string, string>): void {
