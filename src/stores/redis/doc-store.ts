@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { GatewayError } from '../../errors.js';
 import { COLLECTIONS, Mirror, STORE_WRITE_BOUND_MS, writeDeadline, type Collection, type DocStore, type DocWrite, type StoreLog, type WriteOptions } from '../types.js';
 import { DOC_PUT_ALL_SCRIPT, DOC_SCRIPTS, OTHER_GENERATION_REPLY, PAST_DEADLINE_REPLY, RELEASE_LEASE_SCRIPT, type DocScript } from './doc-scripts.js';
+import { throttledWarn } from '../../telemetry/throttled-log.js';
 import type { RedisKeys } from './prefixes.js';
 
 /** How long a writer waits for its own change to come back through pub/sub. */
@@ -79,6 +80,7 @@ export class RedisDocStore extends Mirror implements DocStore {
   private lossSeen = false;
   private generationTimer: NodeJS.Timeout | undefined;
   private checkingGeneration = false;
+  private readonly warnNotEchoed: (obj: object) => void;
 
   constructor(
     private readonly url: string,
@@ -87,6 +89,7 @@ export class RedisDocStore extends Mirror implements DocStore {
     private readonly hooks: RedisDocStoreHooks = {},
   ) {
     super(log);
+    this.warnNotEchoed = throttledWarn(this.log, 'store change not echoed in time; applied locally');
     const common = { lazyConnect: true, connectTimeout: CONNECT_TIMEOUT_MS } as const;
     // connection names let an operator (and the tests) tell the store's connections apart in CLIENT LIST
     this.cmd = new Redis(url, { ...common, connectionName: `${keys.docChannel}:cmd`, maxRetriesPerRequest: 1, commandTimeout: COMMAND_TIMEOUT_MS }) as ScriptedRedis;
@@ -219,7 +222,7 @@ export class RedisDocStore extends Mirror implements DocStore {
       return wrote === 0 ? false : String(wrote);
     }
     if (!(await echo.arrived)) {
-      this.log.warn({ changes: changes.map((c) => `${c.collection}/${c.id}`), waited_ms: ECHO_WAIT_MS }, 'store change not echoed in time; applied locally');
+      this.warnNotEchoed({ changes: changes.map((c) => `${c.collection}/${c.id}`), waited_ms: ECHO_WAIT_MS });
       for (const c of changes) this.apply(c.collection, c.id, c.text === undefined ? undefined : JSON.parse(c.text));
     }
     return true;
