@@ -50,7 +50,7 @@ import type { MeterStore } from './stores/meter.js';
 import { RedisMeterStore } from './stores/redis/meter-store.js';
 import { answerFleetScrapes, FleetMetrics } from './telemetry/fleet-metrics.js';
 import { createLogger, createLogging, type Logger } from './telemetry/log.js';
-import { createMetrics } from './telemetry/metrics.js';
+import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import { InspectorRing } from './telemetry/ring.js';
 import { Upstream } from './upstream/client.js';
 import { OriginHealth } from './upstream/health.js';
@@ -73,8 +73,10 @@ export interface StartOptions {
   logDestination?: pino.DestinationStream;
 }
 
-function openStore(settings: Settings, log: Logger): DocStore {
-  return settings.GW_REDIS_URL ? new RedisDocStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX), log) : new EmbeddedDocStore(settings.GW_DATA_DIR, log);
+function openStore(settings: Settings, log: Logger, metrics?: Metrics): DocStore {
+  return settings.GW_REDIS_URL
+    ? new RedisDocStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX), log, { onDataLoss: () => metrics?.storeDataLoss.inc() })
+    : new EmbeddedDocStore(settings.GW_DATA_DIR, log);
 }
 
 function openMeter(settings: Settings): MeterStore {
@@ -101,7 +103,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
   try {
     const metrics = createMetrics();
     releases.push(() => metrics.loopDelay.disable());
-    const store = openStore(settings, log);
+    const store = openStore(settings, log, metrics);
     await store.start();
     releases.push(() => store.close());
     const directory = new Directory(store);

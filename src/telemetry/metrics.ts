@@ -75,6 +75,11 @@ export function createMetrics() {
       labelNames: ['op'] as const,
       registers: [registry],
     }),
+    storeDataLoss: new Counter({
+      name: 'gw_store_data_loss_total',
+      help: 'Times this replica found that Redis had lost the configuration documents (restarted empty, flushed) and kept serving from its mirror while restoring them',
+      registers: [registry],
+    }),
     rateLimitLeases: new Counter({
       name: 'gw_rate_limit_lease_calls_total',
       help: 'Token leases a replica asked of the shared rate-limit bucket, by result (ok, error)',
