@@ -20,6 +20,8 @@ export interface TextPart {
   readonly text: string;
   /** at or before a provider prompt-cache marker (`cache_control`, `cachePoint`): editing it throws the cached prefix away */
   readonly cacheMarked: boolean;
+  /** the text renders a structured field (tool input, function response) as JSON: a replacement must be JSON of the same kind */
+  readonly structured: boolean;
 }
 
 export interface MessageView {
@@ -49,6 +51,7 @@ export const str = (v: unknown): string | undefined => (typeof v === 'string' ? 
 export interface Slot {
   get(): string;
   set(text: string): void;
+  structured?: true;
 }
 
 /** A string field of an object. */
@@ -61,6 +64,7 @@ export const field = (obj: Json, key: string): Slot => ({
 
 /** An object-valued field shown as JSON text (tool inputs, function arguments as objects). */
 export const jsonField = (obj: Json, key: string): Slot => ({
+  structured: true,
   get: () => JSON.stringify(obj[key]),
   set: (t) => {
     obj[key] = JSON.parse(t) as unknown;
@@ -75,7 +79,7 @@ export class PartCollector {
   private markedThrough = -1;
 
   add(role: string, turn: number, kind: PartKind, slot: Slot): void {
-    this.parts.push({ id: this.parts.length, role, turn, kind, text: slot.get() });
+    this.parts.push({ id: this.parts.length, role, turn, kind, text: slot.get(), structured: slot.structured === true });
     this.slots.push(slot);
   }
 
