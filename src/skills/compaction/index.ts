@@ -1,7 +1,7 @@
 import { countTokens } from 'gpt-tokenizer';
 import type { Deadline, StageInput, StageResult } from '../stage.js';
 import { stageView, type TextPart } from '../views/index.js';
-import { MIN_REPEAT_CHARS, elideMiddle, minifyJson, repeatMarker, segments, squeezeWhitespace } from './passes.js';
+import { MIN_REPEAT_CHARS, elideMiddle, minifyJson, placeOf, repeatMarker, segments, squeezeWhitespace } from './passes.js';
 
 /**
  * prompt_compaction: lowers prompt tokens with lossless structural passes on
@@ -27,15 +27,15 @@ function editable(p: TextPart, protectedTurn: number): boolean {
   return (p.kind === 'user' || p.kind === 'assistant' || p.kind === 'tool_result') && !p.cacheMarked && !p.structured && p.turn !== protectedTurn;
 }
 
-/** Blocks seen so far (whole parts and prose paragraphs) and the turn they were first given in. */
+/** Blocks seen so far (whole parts and prose paragraphs) and where they were first given. */
 class Seen {
-  private readonly first = new Map<string, number>();
+  private readonly first = new Map<string, string>();
 
-  /** the turn of an earlier copy of `block`, else records this one */
-  earlier(block: string, turn: number): number | undefined {
+  /** where an earlier copy of `block` is, else records this one as at `place` */
+  earlier(block: string, place: string): string | undefined {
     if (block.length < MIN_REPEAT_CHARS) return undefined;
     const t = this.first.get(block);
-    if (t === undefined) this.first.set(block, turn);
+    if (t === undefined) this.first.set(block, place);
     return t;
   }
 }
@@ -46,8 +46,8 @@ const mapProse = (text: string, f: (prose: string) => string): string =>
     .join('');
 
 /** later repeats of long paragraphs replaced by a reference to the first; first copies recorded */
-function replaceRepeats(text: string, turn: number, seen: Seen, used: Set<Pass>): string {
-  const whole = seen.earlier(text, turn);
+function replaceRepeats(text: string, place: string, seen: Seen, used: Set<Pass>): string {
+  const whole = seen.earlier(text, place);
   if (whole !== undefined) {
     used.add('repeat');
     return repeatMarker(text.length, whole);
@@ -55,14 +55,14 @@ function replaceRepeats(text: string, turn: number, seen: Seen, used: Set<Pass>)
   return segments(text)
     .map((seg) => {
       if (seg.code) {
-        seen.earlier(seg.text, turn);
+        seen.earlier(seg.text, place);
         return seg.text;
       }
       return seg.text
         .split('\n\n')
         .map((para) => {
           // the whole part is recorded already
-          const first = para === text ? undefined : seen.earlier(para, turn);
+          const first = para === text ? undefined : seen.earlier(para, place);
           if (first === undefined) return para;
           used.add('repeat');
           return repeatMarker(para.length, first);
@@ -84,15 +84,16 @@ function compactPart(p: TextPart, finalTurn: number, seen: Seen, used: Set<Pass>
       text = elided;
     }
   }
-  return replaceRepeats(text, p.turn, seen, used);
+  return replaceRepeats(text, placeOf(p.kind, p.turn), seen, used);
 }
 
 /** registers a part compaction does not edit, so later repeats of it can refer to it */
 function remember(p: TextPart, seen: Seen): void {
-  if (seen.earlier(p.text, p.turn) !== undefined) return;
+  const place = placeOf(p.kind, p.turn);
+  if (seen.earlier(p.text, place) !== undefined) return;
   for (const seg of segments(p.text)) {
-    if (seg.code) seen.earlier(seg.text, p.turn);
-    else for (const para of seg.text.split('\n\n')) seen.earlier(para, p.turn);
+    if (seg.code) seen.earlier(seg.text, place);
+    else for (const para of seg.text.split('\n\n')) seen.earlier(para, place);
   }
 }
 

@@ -63,8 +63,10 @@ export function minifyJson(text: string): string | undefined {
 const fmt = (n: number) => n.toLocaleString('en-US');
 
 /** a repeat's marker: where the first copy is */
-export const repeatMarker = (chars: number, firstTurn: number) =>
-  `[gateway: ${fmt(chars)} characters omitted, identical to the block first given ${firstTurn < 0 ? 'in the system instructions' : `in turn ${firstTurn}`}]`;
+export const repeatMarker = (chars: number, where: string) => `[gateway: ${fmt(chars)} characters omitted, identical to the block first given ${where}]`;
+
+/** where a part sits, as a repeat marker names it */
+export const placeOf = (kind: string, turn: number) => (kind === 'system' ? 'in the system instructions' : `in turn ${turn}`);
 
 /** the head and tail of an oversized tool output with a marker saying how much of the middle went; undefined when it is not oversized */
 export function elideMiddle(text: string): string | undefined {
