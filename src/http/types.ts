@@ -4,6 +4,7 @@
  */
 import type { GatewayError } from '../errors.js';
 import type { Logger } from '../telemetry/log.js';
+import type { RequestLines } from '../telemetry/request-log.js';
 import type { StageClock } from './stages.js';
 
 export type HeaderList = Array<[string, string]>;
@@ -24,6 +25,8 @@ export interface GatewayRequest {
   readonly stages: StageClock;
   /** this request's logger: every line carries its `req_id` */
   readonly log: Logger;
+  /** the lines `log` has written, once it has been used */
+  readonly logLines?: RequestLines;
 }
 
 /** Labels the pipeline attaches to an answer for metrics and access logs. */
@@ -31,6 +34,13 @@ export interface ResponseMeta {
   provider?: string;
   model?: string;
   tenant?: string;
+  /** set by accounting on a relayed call, for the access line */
+  keyId?: string;
+  upstreamStatus?: number;
+  tokensIn?: number;
+  tokensOut?: number;
+  costUsd?: number;
+  overheadMs?: number;
 }
 
 /** Where a handler writes its answer. Implementations apply backpressure. */

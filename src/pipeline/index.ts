@@ -6,7 +6,7 @@ import type { ProviderId, UpstreamRequest } from '../providers/types.js';
 import type { Directory } from '../tenancy/directory.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
-import type { InspectorRing } from '../telemetry/ring.js';
+import type { RowSink } from '../telemetry/row-sink.js';
 import type { Upstream } from '../upstream/client.js';
 import type { OriginHealth } from '../upstream/health.js';
 import type { ReplyTransform } from '../translate/types.js';
@@ -23,7 +23,8 @@ export interface PipelineDeps {
   upstream: Upstream;
   metrics: Metrics;
   log: Logger;
-  ring: InspectorRing;
+  /** where each finished call's row goes (the ring and the telemetry streams) */
+  rows: RowSink;
   limits: RelayLimits;
   health: OriginHealth;
   storedKeys: StoredKeys;
@@ -118,12 +119,12 @@ export class Pipeline {
   private async passthrough(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, stage: string, err: unknown): Promise<number | undefined> {
     this.deps.metrics.passthrough.inc({ stage });
     req.log.warn({ err, stage }, 'internal fault: relaying directly to the provider');
-    return this.dispatch(req, res, plan, adapter, SERVED_DIRECTLY);
+    return this.dispatch(req, res, plan, adapter, SERVED_DIRECTLY, `${stage}: ${err instanceof Error ? err.message : String(err)}`);
   }
 
   /** credential → request → relay → accounting; returns the call's cost (undefined: billed, usage unseen) */
-  private async dispatch(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, servedBy: HeaderList): Promise<number | undefined> {
-    const { providers, metrics, ring } = this.deps;
+  private async dispatch(req: GatewayRequest, res: ResponseSink, plan: RelayPlan, adapter: ProviderAdapter, servedBy: HeaderList, failOpenReason?: string): Promise<number | undefined> {
+    const { providers, metrics, rows } = this.deps;
     const resolved = resolveCredential(this.deps.storedKeys, req, plan.caller, plan.presented, plan.provider);
     const { credential, location: storedLocation } = resolved instanceof Promise ? await resolved : resolved;
     const location = { ...adapter.defaultLocation, ...storedLocation, ...plan.location };
@@ -139,7 +140,7 @@ export class Pipeline {
     const request = authorized instanceof Promise ? await authorized : authorized;
     const outcome = await relay(this.relayDeps, req, res, adapter, request, { gatewayHeaders: servedBy, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
     if (outcome.overheadMs !== undefined) metrics.observeOverhead(plan.surface.id, outcome.overheadMs / 1000);
-    const cost = account(ring, {
+    const cost = account(rows, {
       requestId: req.id,
       endpoint: plan.surface.id,
       provider: plan.provider,
@@ -147,6 +148,10 @@ export class Pipeline {
       caller: plan.caller,
       outcome,
       latencyMs: req.stages.elapsedMs,
+      req,
+      answer: res.meta,
+      failOpenReason,
+      credentialSource: credential.source,
     });
     metrics.recordUsage(plan.provider, outcome.usage, cost ?? 0);
     return cost;
