@@ -3,7 +3,7 @@ import { GatewayError } from '../errors.js';
 import { HOUR_MS, hourOf, telemetryKeys } from './keys.js';
 import type { DecisionRecord, RequestRow } from './row.js';
 import { decodeEntry, fieldValue } from './stream-codec.js';
-import { COUNTER_FIELDS, dimensionTuple, FIELD_SEP, rowCounters, splitTuple, UsageAggregator, type UsageCounters, type UsageQuery, type UsageRow } from './usage.js';
+import { dimensionTuple, parseCounters, rowCounters, splitTuple, UsageAggregator, type UsageQuery, type UsageRow } from './usage.js';
 
 export interface StreamReaderOptions {
   url: string;
@@ -30,8 +30,6 @@ export interface StoredRequest {
 const PAGE = 500;
 /** windows up to this long are summed from raw rows (exact to the millisecond); longer ones from hourly rollups */
 const RAW_USAGE_MAX_MS = HOUR_MS;
-
-const SUFFIX_TO_COUNTER = Object.fromEntries(Object.entries(COUNTER_FIELDS).map(([k, v]) => [v, k])) as Record<string, keyof UsageCounters>;
 
 type Entry = [id: string, fields: string[]];
 
@@ -68,8 +66,10 @@ export class StreamReader {
       const out: StoredRequest[] = [];
       let end = '+';
       const start = `${Math.max(0, q.startMs)}-0`;
+      // unfiltered, the first page is all that is needed (unless rows arrived late)
+      const count = q.filters.length === 0 ? Math.min(PAGE, q.limit) : PAGE;
       for (;;) {
-        const page = (await this.redis.xrevrange(key, end, start, 'COUNT', PAGE)) as Entry[];
+        const page = (await this.redis.xrevrange(key, end, start, 'COUNT', count)) as Entry[];
         for (const [, fields] of page) {
           if (!q.filters.every(([col, v]) => fieldValue(fields, col) === v)) continue;
           const e = decodeEntry(fields, q.withDecision);
@@ -77,7 +77,7 @@ export class StreamReader {
           out.push(e);
           if (out.length >= q.limit) return out;
         }
-        if (page.length < PAGE) return out;
+        if (page.length < count) return out;
         end = `(${(page[page.length - 1] as Entry)[0]}`;
         deadline();
       }
@@ -142,15 +142,5 @@ export class StreamReader {
 
 /** one hour's rollup hash into the aggregator */
 function addRollup(agg: UsageAggregator, hourMs: number, hash: Record<string, string>): void {
-  const cells = new Map<string, UsageCounters>();
-  for (const [field, value] of Object.entries(hash)) {
-    const sep = field.lastIndexOf(FIELD_SEP);
-    const tuple = field.slice(0, sep);
-    const counter = SUFFIX_TO_COUNTER[field.slice(sep + 1)];
-    if (counter === undefined) continue;
-    let c = cells.get(tuple);
-    if (!c) cells.set(tuple, (c = { requests: 0, costNano: 0, tokensIn: 0, tokensOut: 0, cacheHits: 0 }));
-    c[counter] = Number(value);
-  }
-  for (const [tuple, c] of cells) agg.add(splitTuple(tuple), hourMs, c);
+  for (const [tuple, value] of Object.entries(hash)) agg.add(splitTuple(tuple), hourMs, parseCounters(value));
 }

@@ -54,9 +54,11 @@ export interface UsageCounters {
   cacheHits: number;
 }
 
-/** Counter field suffixes in a rollup hash: `<tuple>\x1e<suffix>`. */
-export const COUNTER_FIELDS = { requests: 'r', costNano: 'c', tokensIn: 'i', tokensOut: 'o', cacheHits: 'h' } as const satisfies Record<keyof UsageCounters, string>;
-export const FIELD_SEP = '\x1e';
+/** A rollup cell's value: "requests cost_nano tokens_in tokens_out cache_hits". */
+export function parseCounters(value: string): UsageCounters {
+  const [r = 0, c = 0, i = 0, o = 0, h = 0] = value.split(' ').map(Number);
+  return { requests: r, costNano: c, tokensIn: i, tokensOut: o, cacheHits: h };
+}
 
 export const toNano = (usd: number): number => Math.round(usd * 1e9);
 
