@@ -119,6 +119,24 @@ describe('telemetry across replicas on one Redis', () => {
     assert.equal((await call(b, `/api/v1/logs/request/${id}?tenant_id=acme`, { key: acmeKey })).status, 404);
   });
 
+  it('the access line says who spent what: key, provider, model, upstream status, tokens, cost and overhead', async () => {
+    const [a] = replicas as [TestGateway];
+    const id = await chat(a);
+    let line: Record<string, unknown> | undefined;
+    await eventually(() => {
+      line = a.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l['msg'] === 'request' && l['req_id'] === id);
+      return line !== undefined;
+    }, 'the access line');
+    assert.equal(line?.['key_id'], 'key_acmeacmeacmeacmeacme');
+    assert.equal(line?.['tenant'], 'acme');
+    assert.equal(line?.['provider'], 'openai');
+    assert.equal(line?.['model'], 'gpt-4o');
+    assert.equal(line?.['upstream_status'], 200);
+    assert.ok(Number(line?.['tokens_in']) > 0 && Number(line?.['tokens_out']) > 0);
+    assert.ok(Number(line?.['cost_usd']) > 0);
+    assert.equal(typeof line?.['overhead_ms'], 'number');
+  });
+
   it('a repeated body from the same key within a minute, or x-stainless-retry-count, marks the row as a retry', async () => {
     const [a, b] = replicas as [TestGateway, TestGateway];
     const first = await chat(a, { 'x-stainless-retry-count': '1' });
