@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { GatewayError } from '../errors.js';
-import type { GatewayRequest, Route } from '../http/types.js';
+import type { GatewayRequest, ResponseSink, Route } from '../http/types.js';
 import { SURFACES } from '../surfaces/index.js';
 import type { Directory } from '../tenancy/directory.js';
 import { namedTenants, type Entitlement, type IdentifyOptions, type Principal } from '../tenancy/entitlement.js';
@@ -126,6 +126,13 @@ export function telemetryRoutes(deps: TelemetryRouteDeps): Route[] {
     return { tenant: entitlement.tenant(principal, [key.org_id]), keyId: key.key_id };
   };
 
+  /** the tenant of a durable read: the credential's own, or the one the deployment's secret names */
+  const credentialTenant = async (req: GatewayRequest, res: ResponseSink): Promise<Org> => {
+    const tenant = entitlement.tenant(await entitlement.identify(req, ENTITLED), namedTenants(req));
+    res.meta.tenant = tenant.org_id;
+    return tenant;
+  };
+
   return [
     {
       method: 'GET',
@@ -182,9 +189,7 @@ export function telemetryRoutes(deps: TelemetryRouteDeps): Route[] {
       path: '/api/v1/tenant/requests',
       surface,
       async handler(req, res) {
-        const principal = await entitlement.identify(req, ENTITLED);
-        const tenant = entitlement.tenant(principal, namedTenants(req));
-        res.meta.tenant = tenant.org_id;
+        const tenant = await credentialTenant(req, res);
         const p = params(req);
         const columns = new Set<string>(DURABLE_FILTERS);
         for (const k of p.keys()) {
@@ -210,9 +215,7 @@ export function telemetryRoutes(deps: TelemetryRouteDeps): Route[] {
       path: '/api/v1/tenant/request/:request_id',
       surface,
       async handler(req, res) {
-        const principal = await entitlement.identify(req, ENTITLED);
-        const tenant = entitlement.tenant(principal, namedTenants(req));
-        res.meta.tenant = tenant.org_id;
+        const tenant = await credentialTenant(req, res);
         const reader = storeOrRefuse(deps.reader);
         const id = req.params['request_id'] ?? '';
         req.stages.begin('store_read');
@@ -227,9 +230,7 @@ export function telemetryRoutes(deps: TelemetryRouteDeps): Route[] {
       path: '/api/v1/usage',
       surface,
       async handler(req, res) {
-        const principal = await entitlement.identify(req, ENTITLED);
-        const tenant = entitlement.tenant(principal, namedTenants(req));
-        res.meta.tenant = tenant.org_id;
+        const tenant = await credentialTenant(req, res);
         const p = params(req);
         if (p.has('org')) throw badRequest('org', 'the org is the credential\'s own: it is neither a dimension nor a filter');
         const groupBy = (p.get('group_by') ?? 'provider').split(',').map((name): Dimension => {

@@ -3,6 +3,7 @@
  * these shapes; surfaces and the pipeline only ever see these.
  */
 import type { GatewayError } from '../errors.js';
+import type { AnswerFacts } from '../telemetry/access-log.js';
 import type { Logger } from '../telemetry/log.js';
 import type { RequestLines } from '../telemetry/request-log.js';
 import type { StageClock } from './stages.js';
@@ -29,19 +30,8 @@ export interface GatewayRequest {
   readonly logLines?: RequestLines;
 }
 
-/** Labels the pipeline attaches to an answer for metrics and access logs. */
-export interface ResponseMeta {
-  provider?: string;
-  model?: string;
-  tenant?: string;
-  /** set by accounting on a relayed call, for the access line */
-  keyId?: string;
-  upstreamStatus?: number;
-  tokensIn?: number;
-  tokensOut?: number;
-  costUsd?: number;
-  overheadMs?: number;
-}
+/** Labels the pipeline attaches to an answer for metrics and access logs; accounting adds a relayed call's key, usage and cost. */
+export type ResponseMeta = AnswerFacts;
 
 /** Where a handler writes its answer. Implementations apply backpressure. */
 export interface ResponseSink {
