@@ -15,6 +15,10 @@ export class Exchange {
   outcome: RelayOutcome | undefined;
   /** x-gw-served-by of the reply */
   servedBy: HeaderList | undefined;
+  /** where the provider credential came from, once resolved */
+  credentialSource: 'pass_through' | 'stored' | undefined;
+  /** set when the call was relayed directly because a stage of the gateway failed: the row's error_detail */
+  failOpenReason: string | undefined;
   /** what admission and metering reserved, settled at accounting (undefined: nothing to settle) */
   private held: Admission[] | undefined;
 
