@@ -42,7 +42,7 @@ describe('request logs: the lines a request wrote through its own logger', () =>
     assert.ok(fault, JSON.stringify(lines));
     assert.equal(fault['level'], 'warn');
     assert.equal(fault['logger'], 'gateway');
-    assert.equal(fault['stage'], 'policy');
+    assert.equal(fault['stage'], 'admission');
     assert.equal(typeof fault['seq'], 'number');
     assert.ok(!JSON.stringify(all.json).includes('sk-upstream-secret-1'), 'no credential in the lines');
     const q = (query: string) => call(gw, `/api/v1/logs/request/${id}?tenant_id=acme&${query}`, { key: devKey }).then((r) => r.json['data'] as unknown[]);
