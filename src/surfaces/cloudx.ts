@@ -1,3 +1,4 @@
+import { upstreamQuery } from '../http/query.js';
 import type { GatewayRequest, Route } from '../http/types.js';
 import type { Location } from '../providers/adapter.js';
 import type { Pipeline } from '../pipeline/index.js';
@@ -16,8 +17,8 @@ export function cloudxLocation(req: GatewayRequest): Location | undefined {
   return endpoint === undefined ? undefined : { endpoint };
 }
 
-/** `path?query` as the caller sent it, for relaying to the resource. */
-export const withQuery = (path: string, query: string): string => (query === '' ? path : `${path}?${query}`);
+/** `path?query` as the caller sent it (minus any developer key), for relaying to the resource. */
+export const withQuery = (path: string, query: string): string => `${path}${upstreamQuery(query)}`;
 
 const DEPLOYMENT = /^\/openai\/deployments\/([^/]+)\//;
 

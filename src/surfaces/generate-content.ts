@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors.js';
+import { upstreamQuery } from '../http/query.js';
 import type { GatewayRequest, Route } from '../http/types.js';
 import type { Pipeline, RelayPlan } from '../pipeline/index.js';
 import { isModelPathSegment } from '../providers/adapter.js';
@@ -27,12 +28,8 @@ function modelAndMethod(segment: string): { model: string; method: string } {
   return { model, method };
 }
 
-/** The query as sent minus `key`: a developer key never goes upstream and a vendor key rides on a header. */
-function vendorQuery(query: string): string {
-  if (query === '') return '';
-  const kept = query.split('&').filter((p) => p !== '' && p !== 'key' && !p.startsWith('key='));
-  return kept.length === 0 ? '' : `?${kept.join('&')}`;
-}
+/** The vendor key rides on a header upstream, so the query's `key` (the SDK's carrier) never goes. */
+const QUERY_CARRIERS = ['key'];
 
 /** Where the call goes: the developer API by default, Vertex on `x-gw-provider: genvendor_vertex`. */
 function target(req: GatewayRequest, model: string, method: string, query: string): Pick<RelayPlan, 'provider' | 'location' | 'path'> {
@@ -68,7 +65,7 @@ export function generateContentRoutes(pipeline: Pipeline): Route[] {
       async handler(req, res) {
         const { caller, presented } = pipeline.authenticate(req, surface);
         const { model, method } = modelAndMethod(req.params['model'] ?? '');
-        await pipeline.relay(req, res, { surface, caller, presented, model, body: req.body, ...target(req, model, method, vendorQuery(req.query)) });
+        await pipeline.relay(req, res, { surface, caller, presented, model, body: req.body, ...target(req, model, method, upstreamQuery(req.query, QUERY_CARRIERS)) });
       },
     },
   ];
