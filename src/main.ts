@@ -12,7 +12,7 @@ import { Pipeline } from './pipeline/index.js';
 import { Providers, type OriginOverrides } from './providers/index.js';
 import { createFront } from './server/front.js';
 import { startMetricsApp } from './server/metrics-app.js';
-import { loadUws } from './server/uws.js';
+import { loadUws, portRefusal } from './server/uws.js';
 import { PROVIDER_IDS } from './providers/types.js';
 import { loadSettings, SettingsError, upstreamSetting, type Settings } from './settings.js';
 import { EmbeddedDocStore } from './stores/embedded/doc-store.js';
@@ -67,6 +67,8 @@ export interface RunningGateway {
 export interface StartOptions {
   /** where logs go (tests capture them); stdout by default */
   logDestination?: pino.DestinationStream;
+  /** a replica whose primary checked the port: it joins its siblings there (SO_REUSEPORT); otherwise the port is bound exclusively */
+  sharePort?: boolean;
 }
 
 function openStore(settings: Settings, log: Logger): DocStore {
@@ -192,7 +194,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     });
     inFlight = () => front.inFlight;
     metrics.setInFlightSource(inFlight);
-    const port = await front.listen(settings.GW_HOST, settings.GW_PORT);
+    const port = await front.listen(settings.GW_HOST, settings.GW_PORT, opts.sharePort);
     // idle keep-alive connections would otherwise hold the process until their clients let go
     releases.push(() => front.closeConnections());
     log.info({ host: settings.GW_HOST, port, store: settings.GW_REDIS_URL ? 'redis' : 'embedded' }, 'gateway listening');
@@ -228,14 +230,18 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-/** A port free right now, for replicas that must agree on one when GW_PORT is 0. */
-function freePort(host: string): Promise<number> {
+/**
+ * Checks that no other process holds the port (a probe bound without
+ * SO_REUSEPORT fails beside any listener, a sharing one included) and gives
+ * it back for the replicas; port 0 picks a free one they all share.
+ */
+function probePort(host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, host, () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
+    probe.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' ? new Error(portRefusal(host, port)) : err));
+    probe.listen(port, host, () => {
+      const { port: bound } = probe.address() as AddressInfo;
+      probe.close(() => resolve(bound));
     });
   });
 }
@@ -243,6 +249,8 @@ function freePort(host: string): Promise<number> {
 /**
  * Replicas are processes sharing the port through SO_REUSEPORT (uWS sets it),
  * so the kernel spreads connections and one crash does not take the others.
+ * The port is the gateway's alone: the primary refuses one another process
+ * holds before forking, and a single process binds it exclusively.
  * A replica that dies is restarted; when the first replicas cannot start at
  * all (Redis unreachable, a bad state file) the primary stops with them
  * instead of restarting them forever.
@@ -263,8 +271,8 @@ async function runPrimary(settings: Settings): Promise<void> {
     await new TenantAdmin(store, new Directory(store), settings.GW_DEFAULT_RPS_CAP).bootstrap(settings.GW_BOOTSTRAP);
     await store.close();
   }
-  // port 0 would give every replica its own port: pick one they all share
-  const port = settings.GW_PORT === 0 ? await freePort(settings.GW_HOST) : settings.GW_PORT;
+  // refuse a port another process holds (another gateway would share it silently); port 0: one the replicas all share
+  const port = await probePort(settings.GW_HOST, settings.GW_PORT);
   // the metrics port is the primary's: it answers for the whole host
   const { GW_BOOTSTRAP: _skip, GW_METRICS_PORT: _metricsPort, ...inherited } = process.env;
   const env = { ...inherited, GW_PORT: String(port) };
@@ -323,7 +331,7 @@ function stopOnce(gw: RunningGateway): () => void {
 }
 
 async function runWorker(settings: Settings): Promise<void> {
-  const gw = await startGateway(settings);
+  const gw = await startGateway(settings, { sharePort: true });
   answerFleetScrapes(gw.registry);
   const stop = stopOnce(gw);
   process.once('SIGTERM', stop);

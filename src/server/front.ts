@@ -8,7 +8,7 @@ import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import { Router } from './router.js';
 import { UwsSink, type SinkHooks } from './sink.js';
-import { closeApp, type Uws } from './uws.js';
+import { closeApp, listenOn, portRefusal, type Uws } from './uws.js';
 
 export interface FrontOptions {
   uws: Uws;
@@ -24,7 +24,8 @@ export interface FrontOptions {
 }
 
 export interface Front {
-  listen(host: string, port: number): Promise<number>;
+  /** binds the port exclusively unless `share` (a replica joining its siblings); rejects naming the port when it is held */
+  listen(host: string, port: number, share?: boolean): Promise<number>;
   /** stops accepting; in-flight requests go on */
   stopListening(): void;
   /** closes every connection, idle keep-alive ones included (after in-flight requests are done) */
@@ -182,10 +183,10 @@ export function createFront(opts: FrontOptions): Front {
   };
 
   return {
-    listen(host, port) {
+    listen(host, port, share = false) {
       return new Promise((resolve, reject) => {
-        app.listen(host, port, (socket) => {
-          if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+        listenOn(app, host, port, share, (socket) => {
+          if (!socket) return reject(new Error(portRefusal(host, port)));
           listenSocket = socket;
           resolve(uws.us_socket_local_port(socket));
         });
