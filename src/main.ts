@@ -6,7 +6,7 @@ import type { Registry } from 'prom-client';
 import { adminRoutes } from './api/admin.js';
 import { selfServiceRoutes } from './api/self-service.js';
 import { skillRoutes } from './api/skills.js';
-import { publicRoutes } from './api/public.js';
+import { leverReport, publicRoutes } from './api/public.js';
 import type { Route } from './http/types.js';
 import { Pipeline } from './pipeline/index.js';
 import { Providers, type OriginOverrides } from './providers/index.js';
@@ -130,6 +130,13 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         ? await IdpVerifier.create({ issuer: settings.GW_IDP_ISSUER, jwks: settings.GW_IDP_JWKS, audience: settings.GW_IDP_AUDIENCE, groupMap: settings.GW_IDP_GROUP_MAP })
         : undefined;
     const entitlement = new Entitlement({ directory, configSecret: settings.GW_CONFIG_SECRET, adminKey: settings.GW_ADMIN_KEY, idp, dedicatedTenant: settings.GW_DEDICATED_TENANT });
+    const policy = [
+      ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
+      ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
+      modelAccess.stage(),
+      rateLimiter.stage(),
+      spendCaps.stage(),
+    ];
     const pipeline = new Pipeline({
       directory,
       providers,
@@ -140,15 +147,20 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       health: originHealth,
       limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
       storedKeys: vendorKeys,
-      policy: [
-        ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
-        ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
-        modelAccess.stage(),
-        rateLimiter.stage(),
-        spendCaps.stage(),
-      ],
+      policy,
     });
 
+    const levers = leverReport({
+      policy: policy.map((p) => p.name),
+      // no skills engine and no guardrail stage is built yet: nothing runs on the request path but policy
+      running: new Set(),
+      configured: {
+        guardrails_classifier_mode: settings.GW_GUARDRAILS_MODEL_MODE,
+        auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
+        ingress_budget: settings.GW_INGRESS_BUDGET ?? null,
+        store: settings.GW_REDIS_URL ? 'redis' : 'embedded',
+      },
+    });
     let inFlight = () => 0;
     const startedAt = Date.now();
     const routes: Route[] = [
@@ -157,13 +169,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         {
           inFlight: () => inFlight(),
           origins: originHealth,
-          levers: () => ({
-            skills_default: 'off',
-            guardrails: { regex: 'on', classifier: settings.GW_GUARDRAILS_MODEL_MODE },
-            auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
-            ingress_budget: settings.GW_INGRESS_BUDGET ?? null,
-            store: settings.GW_REDIS_URL ? 'redis' : 'embedded',
-          }),
+          levers: () => levers,
           metrics,
           startedAt,
           uwsNative: native,
