@@ -11,13 +11,27 @@ export type ModuleLoader = (id: string) => unknown;
 export const NATIVE_BINARY = `uWebSockets.js/binaries/uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
 
 /**
+ * Stops uWS from writing its `uWebSockets: 20` header on every answer (it
+ * tells a scanner the server and its version). The binary has no documented
+ * switch: the C++ library drops the header when built with
+ * UWS_HTTPRESPONSE_NO_WRITEMARK, and the Node addon exposes the same
+ * event-loop flag through its undocumented `_cfg('silent')`, for this thread's
+ * loop, every app on it included.
+ */
+function silence(uws: Uws): void {
+  (uws as Uws & { _cfg(key: string): void })._cfg('silent');
+}
+
+/**
  * Loads the native uWebSockets.js binary. The package silently falls back to a
  * slow pure-JS server when its binary does not load; we refuse that unless the
  * operator explicitly allows it, and say why the binary failed.
  */
 export function loadUws(allowFallback: boolean, load: ModuleLoader = createRequire(import.meta.url)): { uws: Uws; native: boolean } {
   try {
-    return { uws: load(NATIVE_BINARY) as Uws, native: true };
+    const uws = load(NATIVE_BINARY) as Uws;
+    silence(uws);
+    return { uws, native: true };
   } catch (err) {
     if (!allowFallback) {
       throw new Error(
