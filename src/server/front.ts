@@ -79,6 +79,12 @@ export function createFront(opts: FrontOptions): Front {
       clearTimeout(this.deadline);
     }
 
+    /** every answered error, at its type's level (errors.ts), with its cause (an unexpected fault's stack, the upstream's failure) */
+    onError(err: GatewayError): void {
+      const fields = err.cause === undefined ? { type: err.type, status: err.status } : { type: err.type, status: err.status, err: err.cause };
+      this.log[err.spec.level](fields, err.message);
+    }
+
     onFinish(sink: UwsSink): void {
       clearTimeout(this.deadline);
       inFlight--;
@@ -107,9 +113,9 @@ export function createFront(opts: FrontOptions): Front {
   const run = (exchange: Exchange, sink: UwsSink, handler: Route['handler']) => {
     try {
       const out = handler(exchange, sink);
-      if (out instanceof Promise) out.catch((err: unknown) => failHandler(exchange, sink, err));
+      if (out instanceof Promise) out.catch((err: unknown) => sink.fail(err));
     } catch (err) {
-      failHandler(exchange, sink, err);
+      sink.fail(err);
     }
   };
 
@@ -175,12 +181,6 @@ export function createFront(opts: FrontOptions): Front {
     });
   });
 
-  /** a refused or failed request is logged at its error type's level (errors.ts), an unexpected fault with its stack */
-  const failHandler = (req: GatewayRequest, sink: UwsSink, err: unknown) => {
-    if (err instanceof GatewayError) req.log[err.spec.level]({ type: err.type, status: err.status }, err.message);
-    else req.log.error({ err }, 'handler failed');
-    sink.fail(err);
-  };
 
   return {
     listen(host, port, share = false) {
