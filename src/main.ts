@@ -7,14 +7,14 @@ import { adminRoutes } from './api/admin.js';
 import { selfServiceRoutes } from './api/self-service.js';
 import { skillRoutes } from './api/skills.js';
 import { telemetryRoutes } from './api/telemetry.js';
-import { publicRoutes } from './api/public.js';
+import { leverReport, publicRoutes } from './api/public.js';
 import type { Route } from './http/types.js';
 import { Pipeline } from './pipeline/index.js';
 import { installCatalogFile } from './providers/catalog-file.js';
 import { Providers, type OriginOverrides } from './providers/index.js';
 import { createFront } from './server/front.js';
 import { startMetricsApp } from './server/metrics-app.js';
-import { loadUws } from './server/uws.js';
+import { loadUws, portRefusal } from './server/uws.js';
 import { PROVIDER_IDS } from './providers/types.js';
 import { loadSettings, SettingsError, upstreamSetting, type Settings } from './settings.js';
 import { EmbeddedDocStore } from './stores/embedded/doc-store.js';
@@ -75,6 +75,8 @@ export interface RunningGateway {
 export interface StartOptions {
   /** where logs go (tests capture them); stdout by default */
   logDestination?: pino.DestinationStream;
+  /** a replica whose primary checked the port: it joins its siblings there (SO_REUSEPORT); otherwise the port is bound exclusively */
+  sharePort?: boolean;
 }
 
 function openStore(settings: Settings, log: Logger, metrics?: Metrics): DocStore {
@@ -164,6 +166,13 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         ? await IdpVerifier.create({ issuer: settings.GW_IDP_ISSUER, jwks: settings.GW_IDP_JWKS, audience: settings.GW_IDP_AUDIENCE, groupMap: settings.GW_IDP_GROUP_MAP })
         : undefined;
     const entitlement = new Entitlement({ directory, configSecret: settings.GW_CONFIG_SECRET, adminKey: settings.GW_ADMIN_KEY, idp, dedicatedTenant: settings.GW_DEDICATED_TENANT });
+    const admission = [
+      ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
+      ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
+      modelAccessStage(modelAccess),
+      rateLimitStage(rateLimiter),
+    ];
+    const metering = [spendCapStage(spendCaps)];
     const pipeline = new Pipeline({
       directory,
       providers,
@@ -174,15 +183,21 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       health: originHealth,
       limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
       storedKeys: vendorKeys,
-      admission: [
-        ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
-        ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
-        modelAccessStage(modelAccess),
-        rateLimitStage(rateLimiter),
-      ],
-      metering: [spendCapStage(spendCaps)],
+      admission,
+      metering,
     });
 
+    const levers = leverReport({
+      policy: [...admission, ...metering].map((p) => p.name),
+      // no skills engine and no guardrail stage is built yet: nothing runs on the request path but policy
+      running: new Set(),
+      configured: {
+        guardrails_classifier_mode: settings.GW_GUARDRAILS_MODEL_MODE,
+        auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
+        ingress_budget: settings.GW_INGRESS_BUDGET ?? null,
+        store: settings.GW_REDIS_URL ? 'redis' : 'embedded',
+      },
+    });
     let inFlight = () => 0;
     const startedAt = Date.now();
     const routes: Route[] = [
@@ -191,13 +206,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         {
           inFlight: () => inFlight(),
           origins: originHealth,
-          levers: () => ({
-            skills_default: 'off',
-            guardrails: { regex: 'on', classifier: settings.GW_GUARDRAILS_MODEL_MODE },
-            auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
-            ingress_budget: settings.GW_INGRESS_BUDGET ?? null,
-            store: settings.GW_REDIS_URL ? 'redis' : 'embedded',
-          }),
+          levers: () => levers,
           metrics,
           startedAt,
           uwsNative: native,
@@ -229,7 +238,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     });
     inFlight = () => front.inFlight;
     metrics.setInFlightSource(inFlight);
-    const port = await front.listen(settings.GW_HOST, settings.GW_PORT);
+    const port = await front.listen(settings.GW_HOST, settings.GW_PORT, opts.sharePort);
     // idle keep-alive connections would otherwise hold the process until their clients let go
     releases.push(() => front.closeConnections());
     log.info({ host: settings.GW_HOST, port, store: settings.GW_REDIS_URL ? 'redis' : 'embedded' }, 'gateway listening');
@@ -265,14 +274,18 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-/** A port free right now, for replicas that must agree on one when GW_PORT is 0. */
-function freePort(host: string): Promise<number> {
+/**
+ * Checks that no other process holds the port (a probe bound without
+ * SO_REUSEPORT fails beside any listener, a sharing one included) and gives
+ * it back for the replicas; port 0 picks a free one they all share.
+ */
+function probePort(host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, host, () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
+    probe.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' ? new Error(portRefusal(host, port)) : err));
+    probe.listen(port, host, () => {
+      const { port: bound } = probe.address() as AddressInfo;
+      probe.close(() => resolve(bound));
     });
   });
 }
@@ -280,6 +293,8 @@ function freePort(host: string): Promise<number> {
 /**
  * Replicas are processes sharing the port through SO_REUSEPORT (uWS sets it),
  * so the kernel spreads connections and one crash does not take the others.
+ * The port is the gateway's alone: the primary refuses one another process
+ * holds before forking, and a single process binds it exclusively.
  * A replica that dies is restarted; when the first replicas cannot start at
  * all (Redis unreachable, a bad state file) the primary stops with them
  * instead of restarting them forever.
@@ -300,8 +315,8 @@ async function runPrimary(settings: Settings): Promise<void> {
     await new TenantAdmin(store, new Directory(store), settings.GW_DEFAULT_RPS_CAP).bootstrap(settings.GW_BOOTSTRAP);
     await store.close();
   }
-  // port 0 would give every replica its own port: pick one they all share
-  const port = settings.GW_PORT === 0 ? await freePort(settings.GW_HOST) : settings.GW_PORT;
+  // refuse a port another process holds (another gateway would share it silently); port 0: one the replicas all share
+  const port = await probePort(settings.GW_HOST, settings.GW_PORT);
   // the metrics port is the primary's: it answers for the whole host
   const { GW_BOOTSTRAP: _skip, GW_METRICS_PORT: _metricsPort, ...inherited } = process.env;
   const env = { ...inherited, GW_PORT: String(port) };
@@ -360,7 +375,7 @@ function stopOnce(gw: RunningGateway): () => void {
 }
 
 async function runWorker(settings: Settings): Promise<void> {
-  const gw = await startGateway(settings);
+  const gw = await startGateway(settings, { sharePort: true });
   answerFleetScrapes(gw.registry);
   const stop = stopOnce(gw);
   process.once('SIGTERM', stop);
