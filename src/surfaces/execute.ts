@@ -173,7 +173,7 @@ function planFor(call: Call, model: string, attempt: number): RelayPlan {
   const chat = chatBodyOf(body, model);
   const translate = chatTranslator(provider);
   if (!translate) return { surface, caller, presented, provider, model, path: '/v1/chat/completions', body: Buffer.from(JSON.stringify(chat)), reply: executionReply(ctx, undefined) };
-  const translated = inEnvelope(() => translate(chat, { model, created, fallbackId: `chatcmpl-${req.id}`, includeUsage: true }, req.headers, lookupModel(model)));
+  const translated = inEnvelope(() => translate(chat, { model, created, fallbackId: `chatcmpl-${req.id}`, includeUsage: true, reasoning: true }, req.headers, lookupModel(model)));
   return { surface, caller, presented: asApiKey(presented), model, ...translated, reply: executionReply(ctx, translated.reply) };
 }
 

@@ -15,6 +15,7 @@ import {
   parsedArguments,
   readChatCall,
   systemTexts,
+  THINKING_BUDGET,
   toolNamesById,
   type ChatCall,
   type ChatPart,
@@ -89,6 +90,7 @@ function generateContentRequest(call: ChatCall): Record<string, unknown> {
     ...(call.temperature !== undefined && { temperature: call.temperature }),
     ...(call.topP !== undefined && { topP: call.topP }),
     ...(call.stop.length > 0 && { stopSequences: call.stop }),
+    ...(call.reasoningEffort && { thinkingConfig: { includeThoughts: true, thinkingBudget: THINKING_BUDGET[call.reasoningEffort] } }),
   };
   return {
     contents: contents(call),
@@ -131,12 +133,16 @@ function candidate(r: Record<string, unknown>): Candidate {
   return { parts: Array.isArray(parts) ? (parts as Part[]) : [], finishReason: c?.['finishReason'] ?? (blocked !== undefined ? 'SAFETY' : undefined) };
 }
 
-/** Text and tool calls of a candidate's parts; thought parts are the model's own and stay out. */
-function read(parts: Part[], idBase: string, firstIndex: number): { text: string; calls: ChatToolCall[] } {
+/** Text, reasoning (the thought parts) and tool calls of a candidate's parts. */
+function read(parts: Part[], idBase: string, firstIndex: number): { text: string; reasoning: string; calls: ChatToolCall[] } {
   let text = '';
+  let reasoning = '';
   const calls: ChatToolCall[] = [];
   for (const p of parts) {
-    if (p['thought'] === true) continue;
+    if (p['thought'] === true) {
+      if (typeof p['text'] === 'string') reasoning += p['text'];
+      continue;
+    }
     if (typeof p['text'] === 'string') text += p['text'];
     const fc = p['functionCall'] as Record<string, unknown> | undefined;
     if (fc) {
@@ -144,15 +150,15 @@ function read(parts: Part[], idBase: string, firstIndex: number): { text: string
       calls.push({ id, name: String(fc['name']), arguments: JSON.stringify(fc['args'] ?? {}) });
     }
   }
-  return { text, calls };
+  return { text, reasoning, calls };
 }
 
 function replyJson(ctx: ReplyContext, reply: unknown): Buffer {
   const r = (reply ?? {}) as Record<string, unknown>;
   const id = typeof r['responseId'] === 'string' ? r['responseId'] : undefined;
   const c = candidate(r);
-  const { text, calls } = read(c.parts, id ?? ctx.fallbackId, 0);
-  return completion(ctx, id, { text, toolCalls: calls }, finishOf(c.finishReason, calls.length > 0), usageOf(r['usageMetadata']));
+  const { text, reasoning, calls } = read(c.parts, id ?? ctx.fallbackId, 0);
+  return completion(ctx, id, { text, toolCalls: calls, reasoning }, finishOf(c.finishReason, calls.length > 0), usageOf(r['usageMetadata']));
 }
 
 function replyError(status: number, body: Buffer): Buffer {
@@ -173,8 +179,9 @@ function replyStream(ctx: ReplyContext): StreamTransform {
     if (typeof r['responseId'] === 'string') w.id = r['responseId'];
     w.usage = usageOf(r['usageMetadata']) ?? w.usage;
     const c = candidate(r);
-    const { text, calls: found } = read(c.parts, w.id, calls);
+    const { text, reasoning, calls: found } = read(c.parts, w.id, calls);
     w.role();
+    w.reasoning(reasoning);
     w.text(text);
     for (const call of found) w.toolCall({ index: calls++, id: call.id, name: call.name, arguments: call.arguments });
     if (c.finishReason !== undefined) w.finish(finishOf(c.finishReason, calls > 0));

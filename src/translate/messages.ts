@@ -2,6 +2,7 @@ import { SseScanner, num } from '../providers/sse.js';
 import { messagesUsage } from '../providers/usage/messages.js';
 import {
   alternate,
+  bad,
   chatReply,
   chatUsageFrom,
   chunkStream,
@@ -13,11 +14,13 @@ import {
   parsedArguments,
   readChatCall,
   systemTexts,
+  THINKING_BUDGET,
   type ChatCall,
   type ChatPart,
   type ChatToolCall,
   type ChatUsage,
   type FinishReason,
+  type ReasoningEffort,
 } from './chat.js';
 import type { ChatRequest, ReplyContext, StreamTransform, TranslatedCall } from './types.js';
 
@@ -88,7 +91,15 @@ function messagesRequest(call: ChatCall, defaultMaxTokens: number): Record<strin
     ...(call.stop.length > 0 && { stop_sequences: call.stop }),
     ...(call.user !== undefined && { metadata: { user_id: call.user } }),
     ...(call.stream && { stream: true }),
+    ...(call.reasoningEffort && { thinking: thinking(call.reasoningEffort, call.maxTokens ?? defaultMaxTokens) }),
   };
+}
+
+/** Anthropic's extended thinking: a budget of at least 1024 tokens, below max_tokens. */
+function thinking(effort: ReasoningEffort, maxTokens: number): Block {
+  const floor = THINKING_BUDGET.minimal;
+  if (maxTokens <= floor) throw bad('max_tokens', `thinking (reasoning_effort) needs max_tokens above ${floor}`);
+  return { type: 'enabled', budget_tokens: Math.min(THINKING_BUDGET[effort], maxTokens - 1) };
 }
 
 const FINISH: Readonly<Record<string, FinishReason>> = {
@@ -112,12 +123,14 @@ function replyJson(ctx: ReplyContext, reply: unknown): Buffer {
   const r = (reply ?? {}) as Record<string, unknown>;
   const content = Array.isArray(r['content']) ? (r['content'] as Block[]) : [];
   let text = '';
+  let reasoning = '';
   const toolCalls: ChatToolCall[] = [];
   for (const b of content) {
     if (b['type'] === 'text' && typeof b['text'] === 'string') text += b['text'];
+    else if (b['type'] === 'thinking' && typeof b['thinking'] === 'string') reasoning += b['thinking'];
     else if (b['type'] === 'tool_use') toolCalls.push({ id: String(b['id']), name: String(b['name']), arguments: JSON.stringify(b['input'] ?? {}) });
   }
-  return completion(ctx, typeof r['id'] === 'string' ? r['id'] : undefined, { text, toolCalls }, finishOf(r['stop_reason']), usageOf(r['usage']));
+  return completion(ctx, typeof r['id'] === 'string' ? r['id'] : undefined, { text, toolCalls, reasoning }, finishOf(r['stop_reason']), usageOf(r['usage']));
 }
 
 function replyError(status: number, body: Buffer): Buffer {
@@ -155,6 +168,7 @@ function replyStream(ctx: ReplyContext): StreamTransform {
         break;
       case 'content_block_delta':
         if (delta?.['type'] === 'text_delta') w.text(String(delta['text']));
+        else if (delta?.['type'] === 'thinking_delta') w.reasoning(String(delta['thinking']));
         else if (delta?.['type'] === 'input_json_delta') {
           const index = tools.get(num(e['index']));
           if (index !== undefined) w.toolCall({ index, arguments: String(delta['partial_json']) });

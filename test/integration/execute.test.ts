@@ -13,7 +13,12 @@ const PER_KEY_SKILLS = ['semantic_cache', 'prompt_compaction', 'pii_redaction', 
 const TOOLS = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
 const HELLO = { messages: [{ role: 'user', content: 'Say hello.' }] };
 
+// the assertions walk reply JSON by known paths; a wrong path fails the assertion it feeds
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
+/** an answer whose JSON the assertions walk freely */
+type Reply = Omit<Answer, 'json'> & { json: Json };
+const ask = async (gw: TestGateway, path: string, init: Parameters<typeof call>[2]): Promise<Reply> => (await call(gw, path, init)) as Reply;
 
 interface SseEvent {
   event: string;
@@ -67,8 +72,8 @@ describe('POST /v1/execute', () => {
     await Promise.all([openai, anthropic, gemini, bedrock].map((f) => f.close()));
   });
 
-  const execute = (body: unknown, headers: Record<string, string> = {}): Promise<Answer> =>
-    call(gw, '/v1/execute', { key: devKey, body, headers: { 'x-gw-provider-key': 'vendor-key-1', ...headers } });
+  const execute = (body: unknown, headers: Record<string, string> = {}): Promise<Reply> =>
+    ask(gw, '/v1/execute', { key: devKey, body, headers: { 'x-gw-provider-key': 'vendor-key-1', ...headers } });
 
   async function stream(body: Json, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string; events: SseEvent[] }> {
     const res = await fetch(`${gw.url}/v1/execute`, {
@@ -359,7 +364,7 @@ describe('POST /v1/execute', () => {
     });
 
     it('answers 401 without a developer key', async () => {
-      const r = await call(gw, '/v1/execute', { body: { input: HELLO, target: { model: 'gpt-4o-mini' } } });
+      const r = await ask(gw, '/v1/execute', { body: { input: HELLO, target: { model: 'gpt-4o-mini' } } });
       assert.equal(r.status, 401);
       assert.equal(r.json['error']['type'], 'invalid_developer_key');
     });
@@ -395,15 +400,15 @@ describe('POST /v1/execute', () => {
         const before = openai.received.length;
         const body = { input: HELLO, target: { model: 'gpt-4o-mini' } };
         const headers = { 'x-gw-provider-key': 'sk-test' };
-        const r = await call(gw2, '/v1/execute', { key: key2, body, headers: { ...headers, 'x-gw-skills': 'pii_redaction=off' } });
+        const r = await ask(gw2, '/v1/execute', { key: key2, body, headers: { ...headers, 'x-gw-skills': 'pii_redaction=off' } });
         assert.equal(r.status, 403);
         assert.equal(r.headers.get('x-gw-error'), 'skill_locked');
         assert.deepEqual(r.json, { detail: { error: 'skill_locked', locked: ['pii_redaction'] } });
-        const viaBody = await call(gw2, '/v1/execute', { key: key2, body: { ...body, skill_overrides: { pii_redaction: 'shadow' } }, headers });
+        const viaBody = await ask(gw2, '/v1/execute', { key: key2, body: { ...body, skill_overrides: { pii_redaction: 'shadow' } }, headers });
         assert.equal(viaBody.status, 403);
         assert.equal(openai.received.length, before, 'nothing sent upstream');
         // the locked skill's stored mode shows, and an override of another skill is fine
-        const ok = await call(gw2, '/v1/execute', { key: key2, body, headers: { ...headers, 'x-gw-skills': 'semantic_cache=shadow' } });
+        const ok = await ask(gw2, '/v1/execute', { key: key2, body, headers: { ...headers, 'x-gw-skills': 'semantic_cache=shadow' } });
         assert.equal(ok.status, 200);
         const modes = Object.fromEntries((ok.json['trace']['skills'] as Json[]).map((s) => [s['skill'], s['mode']]));
         assert.equal(modes['pii_redaction'], 'prod');
@@ -463,10 +468,10 @@ describe('POST /v1/execute', () => {
       const { bootstrap: b3, devKey: key3 } = oneTenant('acme-refused');
       const gw3 = await startTestGateway({ bootstrap: b3, env: { GW_UPSTREAM_MSGVENDOR: `http://127.0.0.1:${refused}`, GW_UPSTREAM_OPENAI: openai.origin } });
       try {
-        const r = await call(gw3, '/v1/execute', { key: key3, body: { input: HELLO, target: { model: 'claude-sonnet-4-5', fallbacks: ['gpt-4o-mini'] } }, headers: { 'x-gw-provider-key': 'k' } });
+        const r = await ask(gw3, '/v1/execute', { key: key3, body: { input: HELLO, target: { model: 'claude-sonnet-4-5', fallbacks: ['gpt-4o-mini'] } }, headers: { 'x-gw-provider-key': 'k' } });
         assert.equal(r.status, 200, JSON.stringify(r.json));
         assert.equal(r.json['provider'], 'openai');
-        const alone = await call(gw3, '/v1/execute', { key: key3, body: { input: HELLO, target: { model: 'claude-sonnet-4-5' } }, headers: { 'x-gw-provider-key': 'k' } });
+        const alone = await ask(gw3, '/v1/execute', { key: key3, body: { input: HELLO, target: { model: 'claude-sonnet-4-5' } }, headers: { 'x-gw-provider-key': 'k' } });
         assert.equal(alone.status, 502, 'without a fallback the connect failure is answered');
       } finally {
         await gw3.close();
