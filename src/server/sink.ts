@@ -21,6 +21,8 @@ export interface SinkHooks {
   /** called once, when the answer is complete or the client is gone */
   onFinish(sink: UwsSink): void;
   onStart(sink: UwsSink): void;
+  /** the request's deadline moves to `ms` from now, if sooner (ResponseSink.shortenDeadline) */
+  shortenDeadline(sink: UwsSink, ms: number, message: string): void;
 }
 
 /** ResponseSink over a uWS HttpResponse: corks every write and honours backpressure. */
@@ -65,6 +67,11 @@ export class UwsSink implements ResponseSink {
   onAbort(cb: () => void): void {
     if (this.aborted || this.cancelled) cb();
     else this.abortCbs.push(cb);
+  }
+
+  shortenDeadline(ms: number, message: string): void {
+    if (this.started || this.finished) return;
+    this.hooks.shortenDeadline(this, ms, message);
   }
 
   send(status: number, headers: HeaderList, body: Uint8Array | string): void {
