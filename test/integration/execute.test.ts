@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startFakeAnthropic, TEXT, THINKING, TOOL_USE } from '../fakes/anthropic.js';
 import { BEDROCK_TOOL_USE, startFakeBedrock, type FakeBedrock } from '../fakes/bedrock.js';
@@ -7,7 +10,7 @@ import { GEMINI_CALL, startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor, Recorded } from '../fakes/server.js';
 import { call, type Answer } from '../helpers/api.js';
-import { devKeySecret, oneTenant, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { devKeySecret, oneTenant, SECRETS_KEY, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 
 const PER_KEY_SKILLS = ['semantic_cache', 'prompt_compaction', 'pii_redaction', 'model_routing', 'agent_trajectory_compaction'];
 const TOOLS = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
@@ -343,6 +346,7 @@ describe('POST /v1/execute', () => {
       ['fallbacks that are not model ids', { input: HELLO, target: { model: 'gpt-4o-mini', fallbacks: ['gpt-4o', 7] } }, 'target.fallbacks.1'],
       ['a content part the translation cannot carry', { input: { messages: [{ role: 'user', content: [{ type: 'input_audio' }] }] }, target: { model: 'claude-sonnet-4-5' } }, 'input.messages.0.content.0.type'],
       ['a provider that does not serve the model', { input: HELLO, target: { model: 'gpt-4o-mini', provider: 'msgvendor' } }, 'target.provider'],
+      ['a provider that speaks no chat format', { input: HELLO, target: { model: 'my-deployment', provider: 'cloudx' } }, 'target.model'],
     ];
     for (const [name, body, field] of cases) {
       it(`refuses ${name}: 400 detail naming ${field}, nothing sent upstream`, async () => {
@@ -518,5 +522,32 @@ describe('POST /v1/execute', () => {
     const r = await execute({ input: HELLO, target: { model: 'slow_3000' }, execution: { timeout_ms: 100 } });
     assert.equal(r.status, 504);
     assert.equal(r.json['error']['type'], 'gateway_timeout');
+  });
+});
+
+describe('POST /v1/execute when a gateway stage fails open', () => {
+  const { bootstrap, devKey } = oneTenant('acme-execute-open');
+  let openai: FakeVendor;
+  let gw: TestGateway;
+
+  before(async () => {
+    openai = await startFakeOpenAI();
+    // a corrupt model-access document makes the admission stage throw: a real fault of the gateway's own
+    const dir = await mkdtemp(join(tmpdir(), 'gw-execute-open-'));
+    const corrupt = { org_policy: { 'model_access:acme-execute-open': { org_id: 'acme-execute-open', models: 5, updated_at: '2026-01-01T00:00:00Z' } } };
+    await writeFile(join(dir, 'state.json'), JSON.stringify(corrupt));
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: openai.origin, GW_DATA_DIR: dir, GW_SECRETS_KEY: SECRETS_KEY } });
+  });
+  after(async () => {
+    await gw.close();
+    await openai.close();
+  });
+
+  it('relays the call directly, and the trace says so as the header does', async () => {
+    const r = await ask(gw, '/v1/execute', { key: devKey, body: { input: HELLO, target: { model: 'gpt-4o-mini' } }, headers: { 'x-gw-provider-key': 'k' } });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.headers.get('x-gw-served-by'), 'direct_passthrough');
+    assert.equal(r.json['object'], 'execution');
+    assert.equal(r.json['trace']['served_by'], 'direct_passthrough');
   });
 });
