@@ -6,6 +6,7 @@ import type { Registry } from 'prom-client';
 import { adminRoutes } from './api/admin.js';
 import { selfServiceRoutes } from './api/self-service.js';
 import { skillRoutes } from './api/skills.js';
+import { telemetryRoutes } from './api/telemetry.js';
 import { publicRoutes } from './api/public.js';
 import type { Route } from './http/types.js';
 import { Pipeline } from './pipeline/index.js';
@@ -51,8 +52,11 @@ import type { MeterStore } from './stores/meter.js';
 import { RedisMeterStore } from './stores/redis/meter-store.js';
 import { answerFleetScrapes, FleetMetrics } from './telemetry/fleet-metrics.js';
 import { createLogger, createLogging, type Logger } from './telemetry/log.js';
-import { createMetrics } from './telemetry/metrics.js';
+import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import { InspectorRing } from './telemetry/ring.js';
+import { TelemetryRows } from './telemetry/row-sink.js';
+import { StreamReader } from './telemetry/stream-reader.js';
+import { StreamWriter } from './telemetry/stream-writer.js';
 import { Upstream } from './upstream/client.js';
 import { OriginHealth } from './upstream/health.js';
 
@@ -74,12 +78,31 @@ export interface StartOptions {
   logDestination?: pino.DestinationStream;
 }
 
-function openStore(settings: Settings, log: Logger): DocStore {
-  return settings.GW_REDIS_URL ? new RedisDocStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX), log) : new EmbeddedDocStore(settings.GW_DATA_DIR, log);
+function openStore(settings: Settings, log: Logger, metrics?: Metrics): DocStore {
+  return settings.GW_REDIS_URL
+    ? new RedisDocStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX), log, { onDataLoss: () => metrics?.storeDataLoss.inc() })
+    : new EmbeddedDocStore(settings.GW_DATA_DIR, log);
 }
 
 function openMeter(settings: Settings): MeterStore {
   return settings.GW_REDIS_URL ? new RedisMeterStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : new EmbeddedMeterStore();
+}
+
+/** The Redis telemetry streams: a writer and a reader on connections of their own; none without Redis. */
+function openTelemetry(settings: Settings, log: Logger, metrics: Metrics): { writer: StreamWriter; reader: StreamReader } | undefined {
+  if (!settings.GW_REDIS_URL) return undefined;
+  const retentionMs = settings.GW_TELEMETRY_RETENTION_H * 3_600_000;
+  const common = { url: settings.GW_REDIS_URL, prefix: settings.GW_REDIS_PREFIX, retentionMs };
+  const writer = new StreamWriter({
+    ...common,
+    maxBuffered: settings.GW_TELEMETRY_BUFFER_ROWS,
+    log,
+    onDropped: (n) => metrics.telemetryRowsDropped.inc(n),
+    onAppended: (n) => metrics.telemetryRowsAppended.inc(n),
+    onAppendFailed: () => metrics.telemetryAppendFailures.inc(),
+  });
+  metrics.setRowsBufferedSource(() => writer.buffered);
+  return { writer, reader: new StreamReader({ ...common, boundMs: settings.GW_TELEMETRY_READ_TIMEOUT_S * 1000 }) };
 }
 
 function originOverrides(s: Settings): OriginOverrides {
@@ -100,9 +123,9 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     for (const r of releases.splice(0).reverse()) await Promise.resolve().then(r).catch(() => undefined);
   };
   try {
-    const metrics = createMetrics();
+    const metrics = createMetrics({ streamDeadlineS: settings.GW_STREAM_DEADLINE_S });
     releases.push(() => metrics.loopDelay.disable());
-    const store = openStore(settings, log);
+    const store = openStore(settings, log, metrics);
     await store.start();
     releases.push(() => store.close());
     const directory = new Directory(store);
@@ -113,6 +136,13 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     releases.push(() => upstream.close());
     metrics.setPoolStatsSource(() => upstream.stats());
     const ring = new InspectorRing(100);
+    const telemetry = openTelemetry(settings, log, metrics);
+    if (telemetry) {
+      await telemetry.writer.start();
+      releases.push(() => telemetry.writer.close(settings.GW_SHUTDOWN_GRACE_S * 1000));
+      await telemetry.reader.start();
+      releases.push(() => telemetry.reader.close());
+    }
     const originHealth = new OriginHealth();
     const meter = openMeter(settings);
     await meter.start();
@@ -141,7 +171,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       upstream,
       metrics,
       log,
-      rows: ring,
+      rows: new TelemetryRows(ring, telemetry?.writer, metrics, log),
       health: originHealth,
       limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
       storedKeys: vendorKeys,
@@ -178,6 +208,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       ...adminRoutes(admin, settings.GW_ADMIN_KEY),
       ...selfServiceRoutes({ entitlement, directory, vendorKeys, modelAccess, spendCaps, skills: keySkills }),
       ...skillRoutes(entitlement, keySkills),
+      ...telemetryRoutes({ entitlement, directory, ring, reader: telemetry?.reader }),
       ...executeRoutes(pipeline, keySkills),
       ...chatCompletionsRoutes(pipeline),
       ...responsesRoutes(pipeline),

@@ -69,6 +69,9 @@ export const SettingsSchema = Type.Object({
   GW_IDP_GROUP_MAP: Type.Optional(Type.String({ minLength: 2, description: 'JSON object: IdP group to org_id' })),
   GW_DEDICATED_TENANT: Type.Optional(Type.String({ pattern: '^[a-z0-9_-]{1,64}$' })),
   GW_ALLOWED_REGIONS: Type.Optional(Type.String({ minLength: 1, description: 'comma-separated upstream regions allowed' })),
+  GW_TELEMETRY_RETENTION_H: Type.Number({ exclusiveMinimum: 0, default: 168, description: 'hours request rows, decision records and usage rollups are kept in Redis' }),
+  GW_TELEMETRY_BUFFER_ROWS: Type.Integer({ minimum: 1, default: 50_000, description: 'rows a replica holds while Redis is slow or away; past it rows are dropped and counted' }),
+  GW_TELEMETRY_READ_TIMEOUT_S: Seconds(5, 'bound on a telemetry read (durable list, single request, usage); past it 504 store_timeout'),
   GW_SHUTDOWN_GRACE_S: Seconds(10, 'in-flight requests get this long on SIGTERM'),
 });
 

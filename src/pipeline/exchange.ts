@@ -19,6 +19,10 @@ export class Exchange implements RequestFacts {
   servedBy: string | undefined;
   /** the last attempt failed before the caller got a byte and was held back: the next candidate is tried */
   heldBack = false;
+  /** where the provider credential came from, once resolved */
+  credentialSource: 'pass_through' | 'stored' | undefined;
+  /** set when the call was relayed directly because a stage of the gateway failed: the row's error_detail */
+  failOpenReason: string | undefined;
   /** what admission and metering reserved, settled at accounting (undefined: nothing to settle) */
   private held: Admission[] | undefined;
 

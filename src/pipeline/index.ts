@@ -144,6 +144,7 @@ export class Pipeline {
   private async relayDirectly(ex: Exchange, fault: unknown): Promise<void> {
     this.deps.metrics.passthrough.inc({ stage: ex.at });
     ex.req.log.warn({ err: fault, stage: ex.at }, 'internal fault: relaying directly to the provider');
+    ex.failOpenReason = `${ex.at}: ${fault instanceof Error ? fault.message : String(fault)}`;
     const plan = ex.plan as NonNullable<Exchange['plan']>;
     const call = ex.call as NonNullable<Exchange['call']>;
     call.body = plan.body;

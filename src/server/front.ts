@@ -5,6 +5,7 @@ import { StageClock } from '../http/stages.js';
 import type { ErrorRenderer, GatewayRequest, Route } from '../http/types.js';
 import type { AccessLog } from '../telemetry/access-log.js';
 import type { Logger } from '../telemetry/log.js';
+import { capturedLines, requestLogger, type RequestLines } from '../telemetry/request-log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import { Router } from './router.js';
 import { UwsSink, type SinkHooks } from './sink.js';
@@ -79,7 +80,11 @@ export function createFront(opts: FrontOptions): Front {
     ) {}
 
     get log(): Logger {
-      return (this.childLog ??= log.child({ req_id: this.id }));
+      return (this.childLog ??= requestLogger(log, this.id));
+    }
+
+    get logLines(): RequestLines | undefined {
+      return this.childLog && capturedLines(this.childLog);
     }
 
     onStart(): void {
@@ -104,9 +109,7 @@ export function createFront(opts: FrontOptions): Front {
         path: this.path,
         status,
         ms: Math.round(ms * 100) / 100,
-        tenant: sink.meta.tenant,
-        provider: sink.meta.provider,
-        model: sink.meta.model,
+        meta: sink.meta,
         aborted: sink.aborted,
       });
     }

@@ -2,6 +2,7 @@ import { GatewayError } from '../errors.js';
 import { refillAndTake, type MeterStore, type TokenBucketSpec } from '../stores/meter.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import { throttledWarn } from '../telemetry/throttled-log.js';
 
 /** Leased tokens unused this long are dropped, so an idle replica cannot save up a burst. */
 export const LOCAL_TOKEN_TTL_MS = 1000;
@@ -58,9 +59,11 @@ export interface RateLimitOptions {
 export class RateLimiter {
   private readonly allowances = new Map<string, Allowance>();
   private readonly clock: () => number;
+  private readonly warnUnreachable: (obj: object) => void;
 
   constructor(private readonly opts: RateLimitOptions) {
     this.clock = opts.clock ?? Date.now;
+    this.warnUnreachable = throttledWarn(opts.log, 'rate limit: shared bucket unreachable; limiting on this replica alone');
   }
 
   /** Admits one request of `orgId` (synchronously while its batch lasts), or throws 429 rate_limited. */
@@ -121,7 +124,7 @@ export class RateLimiter {
         },
         (err: unknown) => {
           this.opts.metrics.rateLimitLeases.inc({ result: 'error' });
-          this.opts.log.warn({ err: String(err), org_id: orgId }, 'rate limit: shared bucket unreachable; limiting on this replica alone');
+          this.warnUnreachable({ err: String(err), org_id: orgId });
           a.degradedUntil = this.clock() + DEGRADED_MS;
         },
       )
