@@ -1,14 +1,14 @@
 import autocannon from 'autocannon';
-import { pathFor, type Scenario } from './scenarios.js';
+import { bodyFor, pathFor, type Scenario } from './scenarios.js';
 import { OneConnection, rawRequest } from './single-connection.js';
 import type { Target } from './targets.js';
 
 /** The scenario's request as raw bytes, on the path this target serves it at. */
-export const requestBytes = (target: Target, scenario: Scenario): Buffer => rawRequest(pathFor(target.id, scenario), scenario.headers, scenario.body);
+export const requestBytes = (target: Target, scenario: Scenario): Buffer => rawRequest(pathFor(target.id, scenario), scenario.headers, bodyFor(target.id, scenario));
 
 /** autocannon at a target for a bounded time */
 export const load = (target: Target, scenario: Scenario, seconds: number, connections: number) =>
-  autocannon({ url: `http://127.0.0.1:${target.port}${pathFor(target.id, scenario)}`, method: 'POST', headers: scenario.headers, body: scenario.body, connections, duration: seconds });
+  autocannon({ url: `http://127.0.0.1:${target.port}${pathFor(target.id, scenario)}`, method: 'POST', headers: scenario.headers, body: bodyFor(target.id, scenario), connections, duration: seconds });
 
 /** One request on a fresh connection: undefined when the reply is what the scenario expects, else why not. */
 export async function checkReply(target: Target, scenario: Scenario): Promise<string | undefined> {
@@ -16,7 +16,7 @@ export async function checkReply(target: Target, scenario: Scenario): Promise<st
   try {
     const reply = await conn.send(requestBytes(target, scenario));
     if (reply.status !== 200) return `status ${reply.status}: ${reply.body.toString().slice(0, 200)}`;
-    return scenario.problem(reply.body);
+    return scenario.problem(reply.body, target.id);
   } finally {
     conn.close();
   }

@@ -135,6 +135,11 @@ export function budgetLines(rows: Row[]): string[] {
     const nginx = find(rows, id, 'nginx');
     if (gw && nginx) out.push(`- Gateway CPU ÷ nginx CPU, ${gw.scenario.title}: ${f(gw.cpuMicrosPerReq / nginx.cpuMicrosPerReq, 2)}× (budget ≤ 4×): ${mark(gw.cpuMicrosPerReq <= 4 * nginx.cpuMicrosPerReq)}`);
   }
+  const gwExecute = find(rows, 'execute', 'gateway');
+  if (gwExecute && gwJson) {
+    const r = gwExecute.cpuMicrosPerReq / gwJson.cpuMicrosPerReq;
+    out.push(`- /v1/execute to an openai model ÷ the chat-completions relay, CPU per request: ${f(r, 2)}× (budget ≤ 1.3×): ${mark(r <= 1.3)}`);
+  }
   if (nginxJson && directJson) {
     out.push(`- Reference, nginx on small JSON: ${f(nginxJson.cpuMicrosPerReq, 1)} µs CPU per request, +${f(nginxJson.singleMs - directJson.singleMs, 3)} ms single-connection (the issue quotes 17 µs, +0.04 ms)`);
   }

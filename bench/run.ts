@@ -18,7 +18,7 @@ import { nginxVersion, startGatewayProcess, startNginx, startUpstream, type Targ
  * BENCH_CONNECTIONS  autocannon connections (default 50)
  * BENCH_LATENCY_REQUESTS  sequential requests for the single-connection median (default 1000)
  * BENCH_ONLY       comma list of scenarios (json, stream, body32k, messages-stream,
- *                  converse-stream) and/or targets
+ *                  converse-stream, execute) and/or targets
  *                  (direct, gateway, nginx) to run; a partial run does not touch the docs
  * BENCH_FROM_SOURCE=1  run the gateway from src/ through tsx instead of dist/
  */

@@ -5,7 +5,7 @@ import { BENCH_DEV_KEY, type Target } from './targets.js';
 
 /** One request shape the bench drives at every target, and how to tell its reply is right. */
 export interface Scenario {
-  id: 'json' | 'stream' | 'body32k' | 'messages-stream' | 'converse-stream';
+  id: 'json' | 'stream' | 'body32k' | 'messages-stream' | 'converse-stream' | 'execute';
   title: string;
   /** the path on the gateway; nginx maps it to the vendor's path the way the gateway does */
   path: string;
@@ -13,13 +13,20 @@ export interface Scenario {
   upstreamPath: string;
   headers: Record<string, string>;
   body: string;
+  /**
+   * What the direct and nginx targets are sent instead, when the gateway's
+   * route takes another format than the vendor (/v1/execute): the same call
+   * in the vendor's format, on its path, so the figures compare like with like.
+   */
+  vendorCall?: { path: string; body: string };
   /** streams: the wire-format family and how many events the upstream writes, each in its own read */
   stream?: { family: 'SSE' | 'event-stream'; events: number };
-  /** a reason when the reply is not what this scenario expects */
-  problem(body: Buffer): string | undefined;
+  /** a reason when this target's reply is not what this scenario expects */
+  problem(body: Buffer, target: Target['id']): string | undefined;
 }
 
-export const pathFor = (target: Target['id'], scenario: Scenario): string => (target === 'direct' ? scenario.upstreamPath : scenario.path);
+export const pathFor = (target: Target['id'], scenario: Scenario): string => (target === 'direct' ? scenario.upstreamPath : target === 'nginx' && scenario.vendorCall ? scenario.vendorCall.path : scenario.path);
+export const bodyFor = (target: Target['id'], scenario: Scenario): string => (target !== 'gateway' && scenario.vendorCall ? scenario.vendorCall.body : scenario.body);
 
 const CHAT_PATH = '/v1/chat/completions';
 /** the developer key on each surface's own carrier, the vendor key passed through on x-gw-provider-key */
@@ -36,6 +43,8 @@ function paddedBody(bytes: number): string {
   const content = filler.repeat(Math.ceil(room / filler.length)).slice(0, room);
   return shell(content);
 }
+
+const SMALL_CHAT = JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Say hello.' }] });
 
 const isCompletion = (body: Buffer) => (body.includes('"object":"chat.completion"') ? undefined : `not a chat.completion: ${body.toString().slice(0, 160)}`);
 
@@ -71,7 +80,7 @@ export const SCENARIOS: Scenario[] = [
     path: CHAT_PATH,
     upstreamPath: CHAT_PATH,
     headers: CHAT_HEADERS,
-    body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Say hello.' }] }),
+    body: SMALL_CHAT,
     problem: isCompletion,
   },
   {
@@ -123,5 +132,15 @@ export const SCENARIOS: Scenario[] = [
         return `not a valid event stream: ${(err as Error).message}`;
       }
     },
+  },
+  {
+    id: 'execute',
+    title: '/v1/execute, small JSON to an openai model',
+    path: '/v1/execute',
+    upstreamPath: CHAT_PATH,
+    headers: CHAT_HEADERS,
+    body: JSON.stringify({ input: { messages: [{ role: 'user', content: 'Say hello.' }] }, target: { model: 'gpt-4o' } }),
+    vendorCall: { path: CHAT_PATH, body: SMALL_CHAT },
+    problem: (body, target) => (target !== 'gateway' ? isCompletion(body) : body.includes('"object":"execution"') ? undefined : `not an execution: ${body.toString().slice(0, 160)}`),
   },
 ];

@@ -33,9 +33,9 @@ export const RAISED_WHEN: Readonly<Record<ErrorType, string>> = {
   overloaded: 'never raised by this code: reserved for shedding on the gateway\'s own capacity, which is not built (the surfaces already render its envelope, below)',
   upstream_truncated: 'the provider answered 2xx with a body that is not JSON (a truncated reply); never relayed as 200, not retried',
   store_timeout: 'a stored-provider-key lookup or write, or a skill configuration write, did not finish within `GW_BYOK_STORE_TIMEOUT_S` (then `x-gw-stage-durations` names the running stage); any configuration write while Redis does not answer (5 s command bound); the settings or spend-cap route could not read consumption from the metering store',
-  gateway_timeout: 'no response had started `GW_REQUEST_DEADLINE_S` after the request was accepted; mid-stream: the stream idled `GW_STREAM_IDLE_S` or ran past `GW_STREAM_DEADLINE_S`',
-  request_error: 'refused as sent: unparseable body, missing or malformed field, unknown model for the Responses API, converse path/body `modelId` mismatch, API key beside an access-key pair, a location outside the allowlist, ambiguous framing (then the connection closes)',
-  skill_locked: 'never raised by this code: reserved for a per-request override of a locked skill; no per-request skill header is read',
+  gateway_timeout: 'no response had started `GW_REQUEST_DEADLINE_S` after the request was accepted, or on `/v1/execute` within its `execution.timeout_ms`; mid-stream: the stream idled `GW_STREAM_IDLE_S` or ran past `GW_STREAM_DEADLINE_S`',
+  request_error: 'refused as sent: unparseable body, missing or malformed field (on `/v1/execute` `{detail:{error, field}}` with a dotted field path), an unknown or malformed `x-gw-skills` / `skill_overrides` pair or a per-request `canary…` / `rolled_back`, unknown model for the Responses API, converse path/body `modelId` mismatch, API key beside an access-key pair, a location outside the allowlist, ambiguous framing (then the connection closes)',
+  skill_locked: 'a per-request override (`x-gw-skills` or `skill_overrides`) of a skill the key has locked, on `/v1/execute`; body `{detail:{error:"skill_locked", locked:[…]}}`',
   forbidden: 'the gateway\'s own policy: an org key naming another tenant, `skill_params` on a non-Enterprise plan, `GW_DEDICATED_TENANT` serving another org (403), a region outside `GW_ALLOWED_REGIONS` (451)',
   internal_error: 'an uncaught failure in a configuration or admin handler; on the relay surfaces a fault in the gateway\'s own stages instead relays the call to the provider (`x-gw-served-by: direct_passthrough`, `x-gw-warnings: _passthrough`)',
   idp_authentication_error: 'IdP mode: the bearer JWT is refused (signature, issuer, audience, expiry, not a JWT)',
@@ -64,6 +64,7 @@ export function errorTable(): string {
 
 /** Which routes each surface's envelope serves. */
 const SURFACE_ROUTES: ReadonlyArray<[keyof typeof SURFACES, string]> = [
+  ['execute', '`/v1/execute`'],
   ['chat_completions', '`/v1/chat/completions`'],
   ['responses', '`/v1/responses` and its cloudx forms'],
   ['cloudx', '`/cloudx/compat/…`'],

@@ -27,6 +27,7 @@ import { converseRoutes } from './surfaces/converse.js';
 import { generateContentRoutes } from './surfaces/generate-content.js';
 import { cloudxRoutes } from './surfaces/cloudx.js';
 import { countTokensRoutes } from './surfaces/count-tokens.js';
+import { executeRoutes } from './surfaces/execute.js';
 import { SURFACES } from './surfaces/index.js';
 import { messagesRoutes } from './surfaces/messages.js';
 import { parityRelayRoutes } from './surfaces/parity-relay.js';
@@ -217,6 +218,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       ...selfServiceRoutes({ entitlement, directory, vendorKeys, modelAccess, spendCaps, skills: keySkills }),
       ...skillRoutes(entitlement, keySkills),
       ...telemetryRoutes({ entitlement, directory, ring, reader: telemetry?.reader }),
+      ...executeRoutes(pipeline, keySkills),
       ...chatCompletionsRoutes(pipeline),
       ...responsesRoutes(pipeline),
       ...cloudxRoutes(pipeline),

@@ -26,6 +26,15 @@ export class StageClock {
     return performance.now() - this.startedAt;
   }
 
+  /** ms per stage so far, the running one up to now (a repeated stage adds up) */
+  durations(): Record<string, number> {
+    const out: Record<string, number> = {};
+    const add = (name: string, ms: number) => (out[name] = Math.round(((out[name] ?? 0) + ms) * 1000) / 1000);
+    for (const [n, ms] of this.done) add(n, ms);
+    if (this.running) add(this.running.name, performance.now() - this.running.at);
+    return out;
+  }
+
   header(): string {
     const parts = this.done.map(([n, ms]) => `${n};dur=${ms.toFixed(2)}`);
     if (this.running) parts.push(`${this.running.name};dur=${(performance.now() - this.running.at).toFixed(2)};running`);

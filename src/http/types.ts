@@ -67,6 +67,12 @@ export interface ResponseSink {
   fail(err: unknown, extraHeaders?: HeaderList): void;
   /** client went away, or the gateway gave up on the request (deadline); called at once if that already happened */
   onAbort(cb: () => void): void;
+  /**
+   * Gives up on the request `ms` from now unless its answer has begun (504
+   * gateway_timeout with `message`, and whatever waits is aborted), when that
+   * comes before the gateway's own request deadline: a caller's own limit.
+   */
+  shortenDeadline(ms: number, message: string): void;
 }
 
 /**

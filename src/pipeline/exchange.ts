@@ -1,20 +1,24 @@
 import type { Presented } from '../http/credentials.js';
-import type { GatewayRequest, HeaderList, ResponseSink, Surface } from '../http/types.js';
+import type { GatewayRequest, ResponseSink, Surface } from '../http/types.js';
 import type { Caller } from '../tenancy/types.js';
 import type { RelayOutcome } from './relay.js';
-import { ADMITTED, type Admission, type Call, type Plan, type RouteRow, type StageName } from './types.js';
+import { ADMITTED, type Admission, type Call, type Plan, type RequestFacts, type RouteRow, type StageName } from './types.js';
 
 /** One request's way through the stages: what each stage learnt, in one object per request. */
-export class Exchange {
+export class Exchange implements RequestFacts {
   at: StageName = 'authenticate';
   caller: Caller | undefined;
+  /** the credentials as the caller presented them (a plan may read them otherwise: Plan.presented) */
   presented: Presented | undefined;
+  /** the candidate being tried, with the fallbacks after it */
   plan: Plan | undefined;
   call: Call | undefined;
   /** the reply, once dispatched (or answered by a stage) */
   outcome: RelayOutcome | undefined;
-  /** x-gw-served-by of the reply */
-  servedBy: HeaderList | undefined;
+  /** x-gw-served-by of the reply, once dispatched */
+  servedBy: string | undefined;
+  /** the last attempt failed before the caller got a byte and was held back: the next candidate is tried */
+  heldBack = false;
   /** where the provider credential came from, once resolved */
   credentialSource: 'pass_through' | 'stored' | undefined;
   /** set when the call was relayed directly because a stage of the gateway failed: the row's error_detail */

@@ -10,8 +10,8 @@ import type { OriginHealth } from '../upstream/health.js';
 import { Exchange } from './exchange.js';
 import type { RelayDeps, RelayLimits } from './relay.js';
 import { runStages } from './runner.js';
-import { accountFor, authenticateStage, dispatch, dispatchStage, planStage, PolicyList, sendAnswer, skillsStage, type AccountingDeps, type DispatchDeps } from './stages.js';
-import { NO_SKILLS, type PolicyStage, type RouteRow, type RowSink, type SkillsStage, type Stage, type Verdict } from './types.js';
+import { accountFor, authenticateStage, dispatch, dispatchStage, planStage, PolicyList, sendAnswer, skillsStage, tryCandidate, type AccountingDeps, type DispatchDeps } from './stages.js';
+import { NO_SKILLS, type Candidate, type PolicyStage, type RouteRow, type RowSink, type SkillsStage, type Stage, type Verdict } from './types.js';
 
 export interface PipelineDeps {
   directory: Directory;
@@ -52,9 +52,18 @@ const FAILS_OPEN = new Set(['admission', 'skills', 'metering']);
  * skill's change, directly to the provider (`x-gw-served-by:
  * direct_passthrough`); a fault in dispatch, or in that direct relay, is a
  * clean 502, never a second run of the code that failed.
+ *
+ * A plan with fallbacks (/v1/execute) is judged whole by admission, once:
+ * the rate limit takes one token per request, and model access and residency
+ * check every candidate before the first is sent. A candidate that fails
+ * before the caller got a byte is accounted as its own call (its row, its
+ * spend-cap reservation settled) and the run resumes at the skills stage
+ * with the next: skills, metering and dispatch run for each candidate sent.
  */
 export class Pipeline {
   private readonly stages: readonly Stage<Exchange>[];
+  /** where the run resumes for a fallback candidate */
+  private readonly candidateFrom: number;
   private readonly dispatchDeps: DispatchDeps;
   private readonly accounting: AccountingDeps;
 
@@ -70,6 +79,7 @@ export class Pipeline {
       new PolicyList('metering', deps.metering, 'metering_', true),
       dispatchStage(this.dispatchDeps),
     ];
+    this.candidateFrom = this.stages.findIndex((s) => s.name === 'skills');
   }
 
   /** The front's routes for a surface's route rows. */
@@ -78,10 +88,13 @@ export class Pipeline {
   }
 
   private handle(req: GatewayRequest, res: ResponseSink, row: RouteRow): Promise<void> | void {
-    const ex = new Exchange(req, res, row);
+    return this.run(new Exchange(req, res, row), 0);
+  }
+
+  private run(ex: Exchange, from: number): Promise<void> | void {
     let run: Verdict | Promise<Verdict>;
     try {
-      run = runStages(this.stages, ex);
+      run = runStages(this.stages, ex, from);
     } catch (err) {
       return this.recover(ex, err);
     }
@@ -91,17 +104,26 @@ export class Pipeline {
         (err: unknown) => this.recover(ex, err),
       );
     }
-    this.finish(ex, run);
+    return this.finish(ex, run);
   }
 
-  /** the run's last verdict: an answer is sent, a refusal thrown to the front; then accounting */
-  private finish(ex: Exchange, v: Verdict): void {
+  /** the run's last verdict: an answer is sent, a refusal thrown to the front; then accounting, and the next candidate after a held-back failure */
+  private finish(ex: Exchange, v: Verdict): Promise<void> | void {
     if (v.kind === 'refuse') {
       ex.settle(0);
       throw v.error;
     }
     if (v.kind === 'answer') sendAnswer(ex, v);
     this.account(ex);
+    if (ex.heldBack) return this.tryNext(ex);
+  }
+
+  /** a held-back failure has a further candidate (dispatch holds back only then): the run resumes with it */
+  private tryNext(ex: Exchange): Promise<void> | void {
+    const [next, ...rest] = (ex.plan as NonNullable<Exchange['plan']>).fallbacks as readonly [Candidate, ...Candidate[]];
+    ex.req.log.info({ model: ex.call?.model, status: ex.outcome?.status, next: next.model }, 'trying the next candidate');
+    tryCandidate(ex, { ...next, fallbacks: rest });
+    return this.run(ex, this.candidateFrom);
   }
 
   /** A refusal releases what was reserved; a fault fails open, or is a clean 502 where it cannot. */
@@ -129,7 +151,8 @@ export class Pipeline {
     call.model = plan.model;
     let answer;
     try {
-      answer = await dispatch(this.dispatchDeps, ex, SERVED_DIRECTLY, plan.body);
+      // the direct relay is the call's last try: its failure is answered
+      answer = await dispatch(this.dispatchDeps, ex, SERVED_DIRECTLY, plan.body, false);
     } catch (err) {
       ex.settle(0);
       if (err instanceof GatewayError || ex.res.started) throw err;

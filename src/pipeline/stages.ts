@@ -10,8 +10,9 @@ import { authenticate, presentedCredentials } from './auth.js';
 import { resolveCredential } from './credentials.js';
 import type { Exchange } from './exchange.js';
 import { forwardHeaders } from './forward-headers.js';
+import { FallbackSink } from './fallback.js';
 import { relay, type RelayDeps, type RelayOutcome } from './relay.js';
-import { CONTINUE, type Answer, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
+import { CONTINUE, type Answer, type Call, type Candidate, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
 
 export const authenticateStage = (directory: Directory): Stage<Exchange> => ({
   name: 'authenticate',
@@ -29,7 +30,7 @@ export const authenticateStage = (directory: Directory): Stage<Exchange> => ({
 export const planStage = (providers: Providers): Stage<Exchange> => ({
   name: 'plan',
   run(ex) {
-    const planned = ex.row.plan(ex.req, { providers, presented: ex.presented } as PlanInput);
+    const planned = ex.row.plan(ex.req, { providers, presented: ex.presented, caller: ex.caller, facts: ex } as PlanInput);
     if (planned instanceof Promise) return planned.then((p) => adopt(ex, p));
     return adopt(ex, planned);
   },
@@ -37,15 +38,24 @@ export const planStage = (providers: Providers): Stage<Exchange> => ({
 
 function adopt(ex: Exchange, plan: Plan): Verdict {
   const caller = ex.caller as NonNullable<Exchange['caller']>;
-  ex.plan = plan;
-  if (plan.presented) ex.presented = plan.presented;
-  ex.call = { org: caller.org, key: caller.key, provider: plan.provider, model: plan.model, body: plan.body, location: plan.location };
-  const meta = ex.res.meta;
-  meta.tenant = caller.org.org_id;
-  meta.provider = plan.provider;
-  meta.model = plan.model;
+  ex.res.meta.tenant = caller.org.org_id;
+  if (plan.deadlineMs !== undefined) ex.res.shortenDeadline(plan.deadlineMs, `no response began within the request's own limit of ${plan.deadlineMs} ms`);
+  tryCandidate(ex, plan);
   return CONTINUE;
 }
+
+/** The exchange's call becomes `plan` (the route's first choice, or the next fallback with those after it). */
+export function tryCandidate(ex: Exchange, plan: Plan): void {
+  const caller = ex.caller as NonNullable<Exchange['caller']>;
+  ex.plan = plan;
+  ex.heldBack = false;
+  ex.call = callOf(caller, plan);
+  const meta = ex.res.meta;
+  meta.provider = plan.provider;
+  meta.model = plan.model;
+}
+
+const callOf = (caller: NonNullable<Exchange['caller']>, c: Candidate): Call => ({ org: caller.org, key: caller.key, provider: c.provider, model: c.model, body: c.body, location: c.location });
 
 /**
  * A list of policy stages run in order (admission: dedicated tenant,
@@ -55,13 +65,18 @@ function adopt(ex: Exchange, plan: Plan): Verdict {
  * refusal).
  */
 export class PolicyList implements Stage<Exchange> {
+  /** the policies that check each further candidate of an admitted call */
+  private readonly candidateChecks: readonly PolicyStage[];
+
   constructor(
     readonly name: StageName,
     private readonly policies: readonly PolicyStage[],
     private readonly clockPrefix: string,
     /** metering skips calls the vendor does not bill */
     private readonly skipCostless = false,
-  ) {}
+  ) {
+    this.candidateChecks = policies.filter((p) => p.candidate);
+  }
 
   run(ex: Exchange, from = 0): Verdict | Promise<Verdict> {
     if (this.skipCostless && ex.plan?.costless) return CONTINUE;
@@ -79,6 +94,12 @@ export class PolicyList implements Stage<Exchange> {
       ex.hold(out);
     }
     if (this.policies.length > 0) ex.req.stages.end();
+    const fallbacks = ex.plan?.fallbacks;
+    if (fallbacks && this.candidateChecks.length > 0) {
+      const caller = ex.caller as NonNullable<Exchange['caller']>;
+      // every candidate is judged before the first is sent: a refusal leaves nothing upstream
+      for (const c of fallbacks) for (const policy of this.candidateChecks) policy.candidate?.(callOf(caller, c));
+    }
     return CONTINUE;
   }
 }
@@ -98,15 +119,17 @@ export const SERVED_BY_PIPELINE: HeaderList = [['x-gw-served-by', 'pipeline']];
 
 /**
  * Credential → location → signed request → relay: sends the exchange's call
- * (or, for a direct relay, the body as planned) and keeps the outcome for accounting.
+ * (or, for a direct relay, the body as planned) and keeps the outcome for
+ * accounting. With `mayFallBack` and a further candidate, a failure before
+ * the caller got a byte is held back (`ex.heldBack`) instead of answered.
  */
-export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: HeaderList, body: Buffer): Promise<Answer | undefined> {
-  const { req, res } = ex;
+export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: HeaderList, body: Buffer, mayFallBack: boolean): Promise<Answer | undefined> {
+  const { req } = ex;
   const plan = ex.plan as Plan;
   const call = ex.call as NonNullable<Exchange['call']>;
   let resolved;
   try {
-    const found = resolveCredential(deps.storedKeys, req, call.org.org_id, ex.presented as NonNullable<Exchange['presented']>, call.provider);
+    const found = resolveCredential(deps.storedKeys, req, call.org.org_id, plan.presented ?? (ex.presented as NonNullable<Exchange['presented']>), call.provider);
     resolved = found instanceof Promise ? await found : found;
   } catch (err) {
     if (plan.withoutCredential && err instanceof GatewayError && err.type === 'onboarding_incomplete') return plan.withoutCredential();
@@ -127,14 +150,16 @@ export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: Heade
   const authorized = adapter.authorize(unsigned, resolved.credential, location);
   const request = authorized instanceof Promise ? await authorized : authorized;
   const gatewayHeaders = plan.replyHeaders ? [...servedBy, ...plan.replyHeaders] : servedBy;
-  ex.servedBy = servedBy;
-  ex.outcome = await relay(deps.relay, req, res, adapter, request, { gatewayHeaders, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
+  ex.servedBy = servedBy.find(([name]) => name === 'x-gw-served-by')?.[1];
+  const sink = mayFallBack && plan.fallbacks?.length ? new FallbackSink(ex.res) : ex.res;
+  ex.outcome = await relay(deps.relay, req, sink, adapter, request, { gatewayHeaders, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
+  if (sink instanceof FallbackSink) ex.heldBack = sink.heldBack;
   return undefined;
 }
 
 export const dispatchStage = (deps: DispatchDeps): Stage<Exchange> => ({
   name: 'dispatch',
-  run: (ex) => dispatch(deps, ex, SERVED_BY_PIPELINE, (ex.call as NonNullable<Exchange['call']>).body).then((answer) => answer ?? CONTINUE),
+  run: (ex) => dispatch(deps, ex, SERVED_BY_PIPELINE, (ex.call as NonNullable<Exchange['call']>).body, true).then((answer) => answer ?? CONTINUE),
 });
 
 /** An answer a stage gave (a cache hit, a local estimate), written whole or chunk by chunk. */

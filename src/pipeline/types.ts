@@ -73,6 +73,13 @@ export interface PolicyStage {
   admit(call: Call): Promise<Admission> | Admission;
   /** re-checks once the upstream location is resolved (a stored key's region): throws to refuse */
   located?(call: Call, location: Location): void;
+  /**
+   * Checks a further candidate of an admitted call (a fallback model the
+   * route may try instead): throws to refuse; takes no token and reserves
+   * nothing. Absent on a policy that judges the request, not the call (the
+   * tenant, the rate).
+   */
+  candidate?(call: Call): void;
 }
 
 /** What the skills stage sees of a request. */
@@ -94,14 +101,25 @@ export const NO_SKILLS: SkillsStage = { run: () => CONTINUE };
 /** Where finished requests' rows go at accounting: the ring, the durable streams and the metrics. */
 export type { RowSink } from '../telemetry/row-sink.js';
 
+/**
+ * What the pipeline learns about a request after its plan, read by a reply
+ * transform when it writes the reply (not when the route plans it).
+ */
+export interface RequestFacts {
+  /** x-gw-served-by of the reply: `pipeline`, or `direct_passthrough` when the gateway's own stages failed open; undefined before dispatch */
+  readonly servedBy: string | undefined;
+}
+
 /** What a route's planner is given. */
 export interface PlanInput {
   readonly providers: Providers;
   readonly presented: Presented;
+  readonly caller: Caller;
+  readonly facts: RequestFacts;
 }
 
-/** How a route sends one call, as its planner decides from the request. */
-export interface Plan {
+/** One way to send a call: the route's first choice, or one of its fallbacks. */
+export interface Candidate {
   provider: ProviderId;
   model: string | undefined;
   body: Buffer;
@@ -125,6 +143,19 @@ export interface Plan {
   replyHeaders?: HeaderList;
   /** the answer when no vendor credential exists at all (count_tokens' local estimate); else 402 */
   withoutCredential?(): Answer;
+}
+
+/** How a route sends one call, as its planner decides from the request. */
+export interface Plan extends Candidate {
+  /**
+   * Candidates tried in order, each as its own call (skills, metering,
+   * dispatch, accounting; admission judged them all with the first), when
+   * the one before could not be reached, or answered 429 or 5xx, before
+   * any byte reached the caller. Once the status line is out nothing is retried.
+   */
+  fallbacks?: readonly Candidate[];
+  /** the caller's own limit (ms) on the wait for the answer to begin: past it, 504 gateway_timeout */
+  deadlineMs?: number;
 }
 
 export type Planner = (req: GatewayRequest, input: PlanInput) => Plan | Promise<Plan>;

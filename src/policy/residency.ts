@@ -16,14 +16,18 @@ export function residencyStage(allowedRegions: string): PolicyStage {
     if (allowed(region)) return;
     throw new GatewayError('forbidden', `upstream region ${region} is outside this deployment's allowed regions (${allowedRegions})`, { status: RESIDENCY_STATUS });
   };
+  // a region the caller names is refused before any stored-key lookup; naming none decides nothing yet
+  const checkNamed: NonNullable<PolicyStage['candidate']> = (call) => {
+    const region = namedRegion(call.location);
+    if (region !== undefined) check(region);
+  };
   return {
     name: 'residency',
-    // a region the caller names is refused before any stored-key lookup; naming none decides nothing yet
     admit(call) {
-      const region = namedRegion(call.location);
-      if (region !== undefined) check(region);
+      checkNamed(call);
       return ADMITTED;
     },
+    candidate: checkNamed,
     // the resolved location (provider default, stored key, caller) decides, an unnamed region counting as global
     located: (_call, location) => check(upstreamRegion(location)),
   };

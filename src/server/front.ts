@@ -34,6 +34,14 @@ export interface Front {
   readonly inFlight: number;
 }
 
+/** The request's deadline passed before its answer began: 504, and whatever waits on it stops. */
+function giveUp(sink: UwsSink, stages: StageClock, message: string): void {
+  if (sink.started || sink.finished) return;
+  // answer first: cancelling ends the running stage, and the header must name it as running
+  sink.fail(new GatewayError('gateway_timeout', message), [['x-gw-stage-durations', stages.header()]]);
+  sink.cancel();
+}
+
 /** Request ids we reflect must be safe in a header and a log line. */
 const SAFE_ID = /^[A-Za-z0-9._:/+=@-]{1,128}$/;
 /** uWS itself never dispatches such requests; kept for the JS fallback's parser. */
@@ -88,6 +96,12 @@ export function createFront(opts: FrontOptions): Front {
     onError(err: GatewayError): void {
       const fields = err.cause === undefined ? { type: err.type, status: err.status } : { type: err.type, status: err.status, err: err.cause };
       this.log[err.spec.level](fields, err.message);
+    }
+
+    shortenDeadline(sink: UwsSink, ms: number, message: string): void {
+      if (ms >= opts.requestDeadlineMs - this.stages.elapsedMs) return;
+      clearTimeout(this.deadline);
+      this.deadline = setTimeout(() => giveUp(sink, this.stages, message), ms);
     }
 
     onFinish(sink: UwsSink): void {
@@ -161,13 +175,7 @@ export function createFront(opts: FrontOptions): Front {
     exchange.params = match.params;
     const handler = match.route.handler;
 
-    exchange.deadline = setTimeout(() => {
-      if (sink.started || sink.finished) return;
-      const err = new GatewayError('gateway_timeout', 'request deadline exceeded before a response started; safe to retry');
-      // answer first: cancelling ends the running stage, and the header must name it as running
-      sink.fail(err, [['x-gw-stage-durations', stages.header()]]);
-      sink.cancel();
-    }, opts.requestDeadlineMs);
+    exchange.deadline = setTimeout(() => giveUp(sink, stages, 'request deadline exceeded before a response started; safe to retry'), opts.requestDeadlineMs);
 
     const declared = headers['content-length'];
     if (declared === undefined && te === undefined) return run(exchange, sink, handler);

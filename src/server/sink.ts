@@ -23,6 +23,8 @@ export interface SinkHooks {
   onStart(sink: UwsSink): void;
   /** called once, with the error the answer renders: the one place an answered error is logged */
   onError(err: GatewayError): void;
+  /** the request's deadline moves to `ms` from now, if sooner (ResponseSink.shortenDeadline) */
+  shortenDeadline(sink: UwsSink, ms: number, message: string): void;
 }
 
 /** ResponseSink over a uWS HttpResponse: corks every write and honours backpressure. */
@@ -67,6 +69,11 @@ export class UwsSink implements ResponseSink {
   onAbort(cb: () => void): void {
     if (this.aborted || this.cancelled) cb();
     else this.abortCbs.push(cb);
+  }
+
+  shortenDeadline(ms: number, message: string): void {
+    if (this.started || this.finished) return;
+    this.hooks.shortenDeadline(this, ms, message);
   }
 
   send(status: number, headers: HeaderList, body: Uint8Array | string): void {

@@ -33,7 +33,7 @@ function replyContext(req: GatewayRequest, body: ChatRequest): ReplyContext {
  * The OpenAI SDK has one place for a key: a vendor key it carries on
  * `Authorization: Bearer` is that vendor's API key, not an OAuth token.
  */
-const asApiKey = (presented: Presented): Presented => (presented.vendorCarrier === 'authorization' ? { ...presented, vendorCarrier: 'x-gw-provider-key' } : presented);
+export const asApiKey = (presented: Presented): Presented => (presented.vendorCarrier === 'authorization' ? { ...presented, vendorCarrier: 'x-gw-provider-key' } : presented);
 
 /**
  * POST /v1/chat/completions. The catalog names the model's provider (a name

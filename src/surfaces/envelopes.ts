@@ -1,6 +1,7 @@
 import type { GatewayError } from '../errors.js';
 import type { ErrorRenderer, HeaderList } from '../http/types.js';
 import { exceptionFrame } from '../providers/eventstream.js';
+import { errorEvent } from '../translate/execute.js';
 
 /** The error object every envelope shares: message, type, code (the HTTP status). */
 const errorObject = (err: GatewayError, type: string = err.type): Record<string, unknown> => ({
@@ -114,4 +115,20 @@ export const messagesEnvelope: ErrorRenderer = {
 export const responsesEnvelope: ErrorRenderer = {
   renderError: sharedEnvelope.renderError,
   renderStreamError: (err) => `event: error\ndata: ${JSON.stringify({ type: 'error', code: err.type, message: err.message, param: null })}\n\n`,
+};
+
+/**
+ * /v1/execute: validation failures are `{detail:{error, field}}` and a locked
+ * override `{detail:{error:"skill_locked", locked}}` (SPEC Native route
+ * errors); every other error is the shared envelope. Mid-stream, the typed
+ * stream's own `event: error` carrying the shared error object.
+ */
+export const nativeEnvelope: ErrorRenderer = {
+  renderError(err) {
+    const fields = err.options.fields ?? {};
+    if (err.type === 'request_error' && err.options.body === undefined) return json(err, { detail: { error: err.message, field: fields['field'] ?? null } });
+    if (err.type === 'skill_locked') return json(err, { detail: { error: 'skill_locked', locked: fields['locked'] ?? [] } });
+    return sharedEnvelope.renderError(err);
+  },
+  renderStreamError: (err) => errorEvent(err.message, err.type, err.status),
 };

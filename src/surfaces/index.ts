@@ -1,11 +1,13 @@
 import type { ErrorRenderer, KeyCarrier, Surface } from '../http/types.js';
 import { API_KEY, BEARER, GOOG_API_KEY, QUERY_KEY, X_API_KEY } from './carriers.js';
-import { converseEnvelope, generateContentEnvelope, messagesEnvelope, responsesEnvelope, sharedEnvelope } from './envelopes.js';
+import { converseEnvelope, generateContentEnvelope, messagesEnvelope, nativeEnvelope, responsesEnvelope, sharedEnvelope } from './envelopes.js';
 
 const surface = (id: string, carriers: readonly KeyCarrier[], envelope: ErrorRenderer): Surface => ({ id, carriers, ...envelope });
 
 /** THE surface table: id, key carriers and error envelope of every surface. */
 export const SURFACES = {
+  /** /v1/execute: the native envelope */
+  execute: surface('execute', [BEARER], nativeEnvelope),
   chat_completions: surface('chat_completions', [BEARER], sharedEnvelope),
   generate_content: surface('generate_content', [GOOG_API_KEY, QUERY_KEY, BEARER], generateContentEnvelope),
   converse: surface('converse', [BEARER], converseEnvelope),

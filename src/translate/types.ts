@@ -57,4 +57,6 @@ export interface ReplyContext {
   fallbackId: string;
   /** stream_options.include_usage */
   includeUsage: boolean;
+  /** write the vendor's reasoning text (thinking, thought parts) as `reasoning_content`: /v1/execute reads it; chat-completions callers are not sent it */
+  reasoning?: boolean;
 }

@@ -52,6 +52,7 @@ function toolChoice(call: ChatCall): Block | undefined {
 /** The Converse request body of a chat-completions call (the model id rides in the path). */
 function converseBody(call: ChatCall): Record<string, unknown> {
   if (!call.parallelToolCalls && call.tools.length > 0) throw bad('parallel_tool_calls', 'cloudy has no switch for parallel tool calls');
+  if (call.reasoningEffort) throw bad('reasoning_effort', 'not translated to cloudy yet');
   const system = systemTexts(call.messages);
   const choice = toolChoice(call);
   const inference = {

@@ -37,12 +37,16 @@ function candidate(r: Record<string, unknown>): Candidate {
   return { parts: Array.isArray(parts) ? (parts as Part[]) : [], finishReason: c?.['finishReason'] ?? (blocked !== undefined ? 'SAFETY' : undefined) };
 }
 
-/** Text and tool calls of a candidate's parts; thought parts are the model's own and stay out. */
-function read(parts: Part[], idBase: string, firstIndex: number): { text: string; calls: ChatToolCall[] } {
+/** Text, reasoning (the thought parts) and tool calls of a candidate's parts. */
+function read(parts: Part[], idBase: string, firstIndex: number): { text: string; reasoningText: string; calls: ChatToolCall[] } {
   let text = '';
+  let reasoningText = '';
   const calls: ChatToolCall[] = [];
   for (const p of parts) {
-    if (p['thought'] === true) continue;
+    if (p['thought'] === true) {
+      if (typeof p['text'] === 'string') reasoningText += p['text'];
+      continue;
+    }
     if (typeof p['text'] === 'string') text += p['text'];
     const fc = p['functionCall'] as Record<string, unknown> | undefined;
     if (fc) {
@@ -50,16 +54,16 @@ function read(parts: Part[], idBase: string, firstIndex: number): { text: string
       calls.push({ id, name: String(fc['name']), arguments: JSON.stringify(fc['args'] ?? {}) });
     }
   }
-  return { text, calls };
+  return { text, reasoningText, calls };
 }
 
 function replyJson(ctx: ReplyContext, reply: unknown): { body: Buffer; usage: Usage | undefined } {
   const r = (reply ?? {}) as Record<string, unknown>;
   const id = typeof r['responseId'] === 'string' ? r['responseId'] : undefined;
   const c = candidate(r);
-  const { text, calls } = read(c.parts, id ?? ctx.fallbackId, 0);
+  const { text, reasoningText, calls } = read(c.parts, id ?? ctx.fallbackId, 0);
   const usage = generateContentUsage(r);
-  return { body: completion(ctx, id, { text, toolCalls: calls }, finishOf(c.finishReason, calls.length > 0), usage, thoughtsOf(r)), usage };
+  return { body: completion(ctx, id, { text, toolCalls: calls, reasoningText }, finishOf(c.finishReason, calls.length > 0), usage, thoughtsOf(r)), usage };
 }
 
 function replyError(status: number, body: Buffer): Buffer {
@@ -84,8 +88,9 @@ function replyStream(ctx: ReplyContext): StreamTransform {
       w.reasoning = thoughtsOf(r);
     }
     const c = candidate(r);
-    const { text, calls: found } = read(c.parts, w.id, calls);
+    const { text, reasoningText, calls: found } = read(c.parts, w.id, calls);
     w.role();
+    w.reasoningText(reasoningText);
     w.text(text);
     for (const call of found) w.toolCall({ index: calls++, id: call.id, name: call.name, arguments: call.arguments });
     if (c.finishReason !== undefined) w.finish(finishOf(c.finishReason, calls > 0));

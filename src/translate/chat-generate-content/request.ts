@@ -1,5 +1,5 @@
 import { jsonOf } from '../chat/reply.js';
-import { alternate, bad, parsedArguments, readChatCall, systemTexts, toolNamesById, type ChatCall, type ChatPart } from '../chat/request.js';
+import { alternate, bad, parsedArguments, readChatCall, systemTexts, THINKING_BUDGET, toolNamesById, type ChatCall, type ChatPart } from '../chat/request.js';
 import type { ChatRequest, TranslatedRequest } from '../types.js';
 
 /** Chat completions → Gemini generateContent (genvendor): the request. */
@@ -65,6 +65,7 @@ function generateContentBody(call: ChatCall): Record<string, unknown> {
     ...(call.temperature !== undefined && { temperature: call.temperature }),
     ...(call.topP !== undefined && { topP: call.topP }),
     ...(call.stop.length > 0 && { stopSequences: call.stop }),
+    ...(call.reasoningEffort && { thinkingConfig: { includeThoughts: true, thinkingBudget: THINKING_BUDGET[call.reasoningEffort] } }),
   };
   return {
     contents: contents(call),

@@ -23,14 +23,16 @@ function replyJson(ctx: ReplyContext, reply: unknown): { body: Buffer; usage: Re
   const r = (reply ?? {}) as Record<string, unknown>;
   const content = Array.isArray(r['content']) ? (r['content'] as Block[]) : [];
   let text = '';
+  let reasoningText = '';
   const toolCalls: ChatToolCall[] = [];
   for (const b of content) {
     if (b['type'] === 'text' && typeof b['text'] === 'string') text += b['text'];
+    else if (b['type'] === 'thinking' && typeof b['thinking'] === 'string') reasoningText += b['thinking'];
     else if (b['type'] === 'tool_use') toolCalls.push({ id: String(b['id']), name: String(b['name']), arguments: JSON.stringify(b['input'] ?? {}) });
   }
   // prompt tokens include what the cache served and stored, as OpenAI counts them
   const usage = messagesUsage(r);
-  return { body: completion(ctx, typeof r['id'] === 'string' ? r['id'] : undefined, { text, toolCalls }, finishOf(r['stop_reason']), usage), usage };
+  return { body: completion(ctx, typeof r['id'] === 'string' ? r['id'] : undefined, { text, toolCalls, reasoningText }, finishOf(r['stop_reason']), usage), usage };
 }
 
 function replyError(status: number, body: Buffer): Buffer {
@@ -67,6 +69,7 @@ function replyStream(ctx: ReplyContext): StreamTransform {
         break;
       case 'content_block_delta':
         if (delta?.['type'] === 'text_delta') w.text(String(delta['text']));
+        else if (delta?.['type'] === 'thinking_delta') w.reasoningText(String(delta['thinking']));
         else if (delta?.['type'] === 'input_json_delta') {
           const index = tools.get(num(e['index']));
           if (index !== undefined) w.toolCall({ index, arguments: String(delta['partial_json']) });

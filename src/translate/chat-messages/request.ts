@@ -1,4 +1,4 @@
-import { alternate, parsedArguments, readChatCall, systemTexts, type ChatCall, type ChatPart } from '../chat/request.js';
+import { alternate, bad, parsedArguments, readChatCall, systemTexts, THINKING_BUDGET, type ChatCall, type ChatPart, type ReasoningEffort } from '../chat/request.js';
 import type { ChatRequest, TranslatedRequest } from '../types.js';
 
 /** Chat completions → the Anthropic Messages API (msgvendor): the request. */
@@ -68,7 +68,15 @@ function messagesBody(call: ChatCall, defaultMaxTokens: number): Record<string, 
     ...(call.stop.length > 0 && { stop_sequences: call.stop }),
     ...(call.user !== undefined && { metadata: { user_id: call.user } }),
     ...(call.stream && { stream: true }),
+    ...(call.reasoningEffort && { thinking: thinking(call.reasoningEffort, call.maxTokens ?? defaultMaxTokens) }),
   };
+}
+
+/** Anthropic's extended thinking: a budget of at least 1024 tokens, below max_tokens. */
+function thinking(effort: ReasoningEffort, maxTokens: number): Block {
+  const floor = THINKING_BUDGET.minimal;
+  if (maxTokens <= floor) throw bad('max_tokens', `thinking (reasoning_effort) needs max_tokens above ${floor}`);
+  return { type: 'enabled', budget_tokens: Math.min(THINKING_BUDGET[effort], maxTokens - 1) };
 }
 
 /** A chat-completions call as a Messages call; `defaultMaxTokens` where the caller sets no limit (the vendor requires one). */

@@ -25,6 +25,8 @@ function usageObject(u: Usage, reasoning: number): Record<string, unknown> {
 export interface ReplyMessage {
   text: string;
   toolCalls: ChatToolCall[];
+  /** the model's reasoning text, where the vendor gives it (written only when the caller reads it: ReplyContext.reasoning) */
+  reasoningText?: string;
 }
 
 const toolCallObject = (c: ChatToolCall) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } });
@@ -40,7 +42,13 @@ export function completion(ctx: ReplyContext, id: string | undefined, msg: Reply
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: msg.text === '' && msg.toolCalls.length > 0 ? null : msg.text, refusal: null, ...(msg.toolCalls.length > 0 && { tool_calls: msg.toolCalls.map(toolCallObject) }) },
+          message: {
+            role: 'assistant',
+            content: msg.text === '' && msg.toolCalls.length > 0 ? null : msg.text,
+            refusal: null,
+            ...(msg.toolCalls.length > 0 && { tool_calls: msg.toolCalls.map(toolCallObject) }),
+            ...(ctx.reasoning && msg.reasoningText && { reasoning_content: msg.reasoningText }),
+          },
           logprobs: null,
           finish_reason: finish,
         },
@@ -111,6 +119,13 @@ export class ChunkWriter {
     if (text === '') return;
     this.role();
     this.chunk({ content: text }, null);
+  }
+
+  /** the model's reasoning text, written only when the caller reads it (ReplyContext.reasoning) */
+  reasoningText(text: string): void {
+    if (text === '' || !this.ctx.reasoning) return;
+    this.role();
+    this.chunk({ reasoning_content: text }, null);
   }
 
   toolCall(d: ToolCallDelta): void {

@@ -43,13 +43,27 @@ export interface ChatCall {
   topP: number | undefined;
   stop: string[];
   user: string | undefined;
+  /** reasoning_effort: how much the model may think before it answers */
+  reasoningEffort: ReasoningEffort | undefined;
+}
+
+export type ReasoningEffort = 'minimal' | 'low' | 'medium' | 'high';
+const EFFORTS: readonly string[] = ['minimal', 'low', 'medium', 'high'];
+
+/** Thinking tokens a vendor that budgets them (Anthropic, Gemini) is allowed for each effort. */
+export const THINKING_BUDGET: Readonly<Record<ReasoningEffort, number>> = { minimal: 1024, low: 2048, medium: 8192, high: 24_576 };
+
+function reasoningEffort(v: unknown): ReasoningEffort | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || !EFFORTS.includes(v)) throw bad('reasoning_effort', `must be one of ${EFFORTS.join(', ')}`);
+  return v as ReasoningEffort;
 }
 
 /** A 400 naming the field the translation cannot carry. */
 export const bad = (field: string, message: string): GatewayError => new GatewayError('request_error', `${field}: ${message}`, { fields: { field } });
 
 /** Parameters every translation reads (or that never change what the model does). */
-const READ = new Set(['model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'user']);
+const READ = new Set(['model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'user', 'reasoning_effort']);
 /** Bookkeeping for OpenAI's own platform; meaningless to another vendor and harmless to drop. */
 const IGNORED = new Set(['store', 'metadata', 'service_tier', 'prompt_cache_key', 'safety_identifier']);
 /** Parameters that are harmless at their default value and refused at any other. */
@@ -202,6 +216,7 @@ export function readChatCall(body: ChatRequest, target: string): ChatCall {
     topP: optionalNumber(body, 'top_p'),
     stop: stop(body['stop']),
     user: typeof user === 'string' ? user : undefined,
+    reasoningEffort: reasoningEffort(body['reasoning_effort']),
   };
 }
 

@@ -1,0 +1,124 @@
+import { GatewayError } from '../errors.js';
+import type { Presented } from '../http/credentials.js';
+import type { GatewayRequest, Route } from '../http/types.js';
+import { parseJsonObject } from '../http/validate.js';
+import type { Pipeline } from '../pipeline/index.js';
+import type { Candidate, Planner, RequestFacts } from '../pipeline/types.js';
+import type { Operation } from '../providers/adapter.js';
+import { lookupModel } from '../providers/catalog.js';
+import type { Providers } from '../providers/index.js';
+import type { ProviderId } from '../providers/types.js';
+import { effectiveModes, parseSkillOverrides, refuseLocked, storedModes } from '../skills/overrides.js';
+import { PER_KEY_SKILLS, type KeySkills, type SkillId, type StoredMode } from '../tenancy/skills.js';
+import { chatBodyOf, envelopeField, executionReply, type ExecutionContext } from '../translate/execute.js';
+import { chatTranslator } from '../translate/index.js';
+import { asApiKey } from './chat-completions.js';
+import { parseExecuteRequest, type ExecuteRequest } from './execute-schema.js';
+import { SURFACES } from './index.js';
+
+const surface = SURFACES.execute;
+
+const CHAT: Operation = { op: 'chat_completions' };
+
+/**
+ * `trace.skills`: one entry per per-key skill and one for guardrails. No
+ * skill stage runs on this surface yet, so each reports its effective mode
+ * for this request and that it was skipped; one that is not off says why.
+ */
+function traceSkills(modes: Readonly<Record<SkillId, StoredMode>>): Array<Record<string, unknown>> {
+  const notRun = (what: string) => ({ reason: `not evaluated: ${what} not running on this gateway yet` });
+  return [
+    ...PER_KEY_SKILLS.map((skill) => ({ skill, mode: modes[skill], arm: null, outcome: 'skipped', ms: 0, detail: modes[skill] === 'off' ? null : notRun('the skill stages are') })),
+    { skill: 'guardrails', mode: 'on', arm: null, outcome: 'skipped', ms: 0, detail: notRun('the guardrail stages are') },
+  ];
+}
+
+/** A translator's 400 names a chat-completions field: it is renamed to where it sits in the execute envelope. */
+function inEnvelope<T>(translate: () => T): T {
+  try {
+    return translate();
+  } catch (err) {
+    if (!(err instanceof GatewayError) || err.type !== 'request_error') throw err;
+    const field = err.options.fields?.['field'];
+    if (typeof field !== 'string') throw err;
+    const renamed = envelopeField(field);
+    throw new GatewayError('request_error', err.message.replace(field, renamed), { fields: { ...err.options.fields, field: renamed } });
+  }
+}
+
+/** What every candidate of one request is planned from. */
+interface ExecuteCall {
+  req: GatewayRequest;
+  body: ExecuteRequest;
+  providers: Providers;
+  presented: Presented;
+  facts: RequestFacts;
+  skills: Array<Record<string, unknown>>;
+}
+
+/** The provider of one candidate model: the catalog's, or for a name it does not know the caller's `target.provider`, else openai. */
+function providerOf(model: string, asked: ProviderId | undefined): ProviderId {
+  const entry = lookupModel(model);
+  if (entry && asked !== undefined && asked !== entry.provider) throw new GatewayError('request_error', `target.provider: ${model} is served by ${entry.provider}, not ${asked}`, { fields: { field: 'target.provider' } });
+  return entry?.provider ?? asked ?? 'openai';
+}
+
+/**
+ * One candidate: the execute body as chat completions, to a vendor that
+ * speaks them, or translated for one that does not (a provider that does
+ * neither is a 400 naming the candidate's field).
+ */
+function candidate(call: ExecuteCall, model: string, attempt: number): Candidate {
+  const { req, body, providers, presented, facts, skills } = call;
+  const field = attempt === 0 ? 'target.model' : `target.fallbacks.${attempt - 1}`;
+  const provider = providerOf(model, attempt === 0 ? body.target?.provider : undefined);
+  const created = Math.floor(Date.now() / 1000);
+  const route = { model, reason: attempt === 0 ? 'requested' : `fallback ${attempt}` };
+  const ctx: ExecutionContext = {
+    id: req.id,
+    created,
+    model,
+    provider,
+    trace: () => ({ served_by: facts.servedBy, stages: req.stages.durations(), route, skills }),
+  };
+  const chat = chatBodyOf(body, model);
+  const translate = chatTranslator(provider);
+  if (!translate) return { ...providers.target(provider, CHAT, req.headers, field), model, body: Buffer.from(JSON.stringify(chat)), reply: executionReply(ctx, undefined) };
+  const translated = inEnvelope(() => translate(chat, { model, created, fallbackId: `chatcmpl-${req.id}`, includeUsage: true, reasoning: true }, lookupModel(model)));
+  return {
+    ...providers.target(provider, translated.operation, req.headers, field),
+    model,
+    body: translated.body,
+    headers: translated.headers,
+    reply: executionReply(ctx, translated.reply),
+    presented: asApiKey(presented),
+  };
+}
+
+/**
+ * POST /v1/execute: the native envelope, validated (400 `{detail:{error,
+ * field}}`), its skill overrides checked (400, or 403 skill_locked), then
+ * relayed as chat completions to the model's vendor (translated for the ones
+ * that speak another format). Every candidate (`target.model`, then
+ * `target.fallbacks`) is planned before any is sent, so a 400 leaves nothing
+ * upstream; the pipeline tries them in order while nothing has reached the
+ * caller. The reply is the execution object, or its typed SSE events.
+ */
+const plan = (keySkills: KeySkills): Planner => (req, { providers, presented, caller, facts }) => {
+  const body = parseExecuteRequest(parseJsonObject(req.body));
+  const overrides = parseSkillOverrides(req.headers['x-gw-skills'], { value: body.skill_overrides, field: 'skill_overrides' });
+  const keyId = caller.key.key_id;
+  refuseLocked(overrides, keySkills.config(keyId));
+  const modes = effectiveModes(
+    storedModes((s) => keySkills.effectiveMode(keyId, s)),
+    overrides,
+  );
+  const model = body.target?.model;
+  if (model === undefined) throw new GatewayError('onboarding_incomplete', 'target.model: no model given, and no model router is configured');
+  const call: ExecuteCall = { req, body, providers, presented, facts, skills: traceSkills(modes) };
+  const [first, ...fallbacks] = [model, ...(body.target?.fallbacks ?? [])].map((m, i) => candidate(call, m, i)) as [Candidate, ...Candidate[]];
+  const timeoutMs = body.execution?.timeout_ms;
+  return { ...first, ...(fallbacks.length > 0 && { fallbacks }), ...(timeoutMs !== undefined && { deadlineMs: timeoutMs }) };
+};
+
+export const executeRoutes = (pipeline: Pipeline, keySkills: KeySkills): Route[] => pipeline.routes([{ method: 'POST', path: '/v1/execute', surface, plan: plan(keySkills) }]);
