@@ -30,8 +30,7 @@ export const THRESHOLDS = {
 /** Outcomes of a skill stage that did not complete: the request failed open for that skill. */
 const FAIL_OPEN_OUTCOMES: ReadonlySet<string> = new Set(['ceiling_exceeded', 'overloaded', 'loop_stalled', 'error']);
 const FOLD_SKILL = 'agent_trajectory_compaction';
-const ARMS = ['treatment', 'control', 'shadow'] as const;
-type ArmName = (typeof ARMS)[number];
+type ArmName = 'treatment' | 'control' | 'shadow';
 const isArm = (a: string): a is ArmName => a === 'treatment' || a === 'control' || a === 'shadow';
 
 /** The id feedback is filed under: a task id, else a session id (`POST /v1/feedback`). */
