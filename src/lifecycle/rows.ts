@@ -62,8 +62,9 @@ export interface RowSource {
   rows(tenant: string, q: RowQuery): Promise<Iterable<ScorecardRow>>;
 }
 
-const matches = (row: ScorecardRow, tenant: string, q: RowQuery, sinceMs: number): boolean =>
-  row.tenant_id === tenant && (q.keyId === undefined || row.key_id === q.keyId) && row.skills[q.skill] !== undefined && Date.parse(row.ts) >= sinceMs;
+/** rows use one ISO 8601 form (UTC, milliseconds), so times compare as strings without parsing each row */
+const matches = (row: ScorecardRow, tenant: string, q: RowQuery, sinceIso: string): boolean =>
+  row.tenant_id === tenant && (q.keyId === undefined || row.key_id === q.keyId) && row.skills[q.skill] !== undefined && row.ts >= sinceIso;
 
 /**
  * The answering process's own recent rows, for a gateway without a durable
@@ -86,7 +87,8 @@ export class ProcessRowWindow implements RowSource {
 
   async rows(tenant: string, q: RowQuery): Promise<ScorecardRow[]> {
     const out: ScorecardRow[] = [];
-    for (const row of this.ring) if (row !== undefined && matches(row, tenant, q, q.sinceMs)) out.push(row);
+    const since = new Date(q.sinceMs).toISOString();
+    for (const row of this.ring) if (row !== undefined && matches(row, tenant, q, since)) out.push(row);
     return out;
   }
 }
@@ -115,9 +117,10 @@ export class DurableRowSource implements RowSource {
 
   async rows(tenant: string, q: RowQuery): Promise<ScorecardRow[]> {
     const out: ScorecardRow[] = [];
+    const since = new Date(q.sinceMs).toISOString();
     for (const r of await this.read(tenant, q.sinceMs)) {
       const row: ScorecardRow = { ...r, tool_fidelity: r.tool_fidelity ?? null, relay_reason: r.relay_reason ?? null, tokens_saved: r.tokens_saved ?? 0 };
-      if (matches(row, tenant, q, q.sinceMs)) out.push(row);
+      if (matches(row, tenant, q, since)) out.push(row);
     }
     return out;
   }

@@ -63,8 +63,11 @@ export interface ScorecardInput {
 interface Task {
   requests: number;
   cost: number;
-  start: number;
-  end: number;
+  /** ISO times compare as strings: parsed once per task, not once per row */
+  first: string;
+  last: string;
+  /** latency of the row at `last` */
+  lastLatency: number;
   outcome: TaskOutcome | undefined;
 }
 
@@ -108,17 +111,18 @@ class ArmFigures {
       return;
     }
     this.sessionRows++;
-    const start = Date.parse(r.ts);
-    const end = start + r.latency_ms;
     const task = this.tasks.get(taskKey);
     if (task === undefined) {
       const said = feedback.get(taskKey) ?? (r.session_id !== null ? feedback.get(feedbackKey('session', r.session_id)) : undefined);
-      this.tasks.set(taskKey, { requests: 1, cost: r.cost_usd, start, end, outcome: said });
+      this.tasks.set(taskKey, { requests: 1, cost: r.cost_usd, first: r.ts, last: r.ts, lastLatency: r.latency_ms, outcome: said });
     } else {
       task.requests++;
       task.cost += r.cost_usd;
-      task.start = Math.min(task.start, start);
-      task.end = Math.max(task.end, end);
+      if (r.ts < task.first) task.first = r.ts;
+      if (r.ts > task.last) {
+        task.last = r.ts;
+        task.lastLatency = r.latency_ms;
+      }
     }
   }
 }
@@ -129,8 +133,9 @@ const signedPct = (x: number): string => `${x >= 0 ? '+' : ''}${(x * 100).toFixe
 const points = (x: number): string => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)} points`;
 
 function spread(values: number[]) {
-  values.sort((a, b) => a - b);
-  return { p50: percentile(values, 50), p95: percentile(values, 95), p99: percentile(values, 99) };
+  // a typed array sorts numerically without a comparator call per pair
+  const sorted = Float64Array.from(values).sort();
+  return { p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99) };
 }
 
 /** Task-level figures of one arm; null throughout for an arm with no sessions. */
@@ -143,7 +148,7 @@ function taskFigures(a: ArmFigures) {
   const mean = (f: (t: Task) => number) => round4(tasks.reduce((n, t) => n + f(t), 0) / tasks.length);
   return {
     turns: mean((t) => t.requests),
-    duration: mean((t) => t.end - t.start),
+    duration: mean((t) => Date.parse(t.last) + t.lastLatency - Date.parse(t.first)),
     cost: mean((t) => t.cost),
     success: rate(won.length, judged.length),
     successN: judged.length,

@@ -53,8 +53,8 @@ export class Scorecards {
     const out = new Map<string, Scorecard>();
     for (const keyId of keyIds) {
       const history = await this.deps.skills.history([keyId], skill, DEPLOYMENT_HISTORY);
-      const since = Math.max(sinceMs, history[0] ? Date.parse(history[0].timestamp) : 0);
-      const rows = (byKey.get(keyId) ?? []).filter((r) => Date.parse(r.ts) >= since);
+      const since = new Date(Math.max(sinceMs, history[0] ? Date.parse(history[0].timestamp) : 0)).toISOString();
+      const rows = (byKey.get(keyId) ?? []).filter((r) => r.ts >= since);
       out.set(keyId, await this.compute(tenantId, skill, rows, history, this.splitPercent([keyId], skill), { window, key_id: keyId }));
     }
     return out;
