@@ -66,8 +66,12 @@ export function scorecardRoutes(entitlement: Entitlement, scorecards: Scorecards
           throw new GatewayError('request_error', 'session_id or task_id: one is required', { fields: { field: 'session_id' } });
         }
         req.stages.begin('store_write');
-        if (body.task_id !== undefined) await feedback.record(org.org_id, feedbackKey('task', body.task_id), body.outcome);
-        if (body.session_id !== undefined) await feedback.record(org.org_id, feedbackKey('session', body.session_id), body.outcome);
+        const ids = [...(body.task_id !== undefined ? [feedbackKey('task', body.task_id)] : []), ...(body.session_id !== undefined ? [feedbackKey('session', body.session_id)] : [])];
+        try {
+          for (const id of ids) await feedback.record(org.org_id, id, body.outcome);
+        } catch (err) {
+          throw new GatewayError('store_timeout', `the feedback store did not take the outcome: ${(err as Error).message}`, { cause: err });
+        }
         req.stages.end();
         sendJson(res, 200, { status: 'success', tenant_id: org.org_id, ...(body.task_id !== undefined && { task_id: body.task_id }), ...(body.session_id !== undefined && { session_id: body.session_id }), outcome: body.outcome });
       },
