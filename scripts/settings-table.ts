@@ -68,7 +68,7 @@ export const MEANING: Readonly<Record<string, string>> = {
  * /healthz). test/unit/readme-settings.test.ts fails once code reads one of
  * them, so this list, and the README, follow.
  */
-export const NOT_YET_ENFORCED: readonly string[] = ['GW_QUEUE_WAIT_MAX_S', 'GW_LOOP_STALL_SHED_SHARE', 'GW_LOOP_STALL_WINDOW_S', 'GW_INGRESS_BUDGET', 'GW_SKILL_AUTO_ROLLBACK',
+export const NOT_YET_ENFORCED: readonly string[] = ['GW_QUEUE_WAIT_MAX_S', 'GW_LOOP_STALL_SHED_SHARE', 'GW_LOOP_STALL_WINDOW_S', 'GW_INGRESS_BUDGET',
   // the skill pool (src/skills/pool.ts) takes them; main.ts does not start it yet
   'GW_SKILL_THREADS', 'GW_SKILL_MIN_THREADS', 'GW_SKILL_MAX_QUEUE', 'GW_SKILL_IDLE_TIMEOUT_MS', 'GW_SKILL_ABORT_GRACE_MS'];
 

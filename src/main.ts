@@ -1,14 +1,20 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type pino from 'pino';
 import type { Registry } from 'prom-client';
 import { adminRoutes } from './api/admin.js';
 import { selfServiceRoutes } from './api/self-service.js';
+import { scorecardRoutes } from './api/scorecard.js';
 import { skillRoutes } from './api/skills.js';
 import { telemetryRoutes } from './api/telemetry.js';
 import { leverReport, publicRoutes } from './api/public.js';
 import type { Route } from './http/types.js';
+import { ProcessFeedback } from './lifecycle/feedback.js';
+import { ProcessRowWindow } from './lifecycle/rows.js';
+import { Scorecards } from './lifecycle/scorecards.js';
+import { BreakerSweep, SOLE_PROCESS } from './lifecycle/sweep.js';
 import { Pipeline } from './pipeline/index.js';
 import { installCatalogFile } from './providers/catalog-file.js';
 import { Providers, type OriginOverrides } from './providers/index.js';
@@ -20,6 +26,7 @@ import { loadSettings, SettingsError, upstreamSetting, type Settings } from './s
 import { EmbeddedDocStore } from './stores/embedded/doc-store.js';
 import { RedisDocReader } from './stores/redis/doc-reader.js';
 import { RedisDocStore } from './stores/redis/doc-store.js';
+import { RedisLifecycleStore } from './stores/redis/lifecycle-store.js';
 import { redisKeys } from './stores/redis/prefixes.js';
 import type { DocStore } from './stores/types.js';
 import { chatCompletionsRoutes } from './surfaces/chat-completions.js';
@@ -38,7 +45,7 @@ import { Directory } from './tenancy/directory.js';
 import { Entitlement } from './tenancy/entitlement.js';
 import { IdpVerifier } from './tenancy/idp.js';
 import { ModelAccess } from './tenancy/model-access.js';
-import { KeySkills } from './tenancy/skills.js';
+import { KeySkills, StoredTransitionLog } from './tenancy/skills.js';
 import { VendorKeys } from './tenancy/vendor-keys.js';
 import { dedicatedTenantStage } from './policy/dedicated.js';
 import { modelAccessStage } from './policy/model-access.js';
@@ -67,6 +74,8 @@ export interface RunningGateway {
   log: Logger;
   /** this replica's metrics, for the primary's aggregated scrape */
   registry: Registry;
+  /** the process's rolling window of scorecard rows (accounting records each finished request here) */
+  scorecardRows: ProcessRowWindow;
   /** hands batched log lines to the destination now */
   flushLogs(): void;
   /** stops accepting, lets in-flight requests finish (bounded), releases stores and pools */
@@ -85,6 +94,11 @@ function openStore(settings: Settings, log: Logger, metrics?: Metrics): DocStore
     ? new RedisDocStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX), log, { onDataLoss: () => metrics?.storeDataLoss.inc() })
     : new EmbeddedDocStore(settings.GW_DATA_DIR, log);
 }
+
+/** rows the process's scorecard window holds (all tenants): the answer without a durable store */
+const SCORECARD_WINDOW_ROWS = 50_000;
+/** task outcomes kept in process without Redis */
+const FEEDBACK_CAPACITY = 100_000;
 
 function openMeter(settings: Settings): MeterStore {
   return settings.GW_REDIS_URL ? new RedisMeterStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : new EmbeddedMeterStore();
@@ -161,7 +175,14 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     const vendorKeys = new VendorKeys(store, keyring, { timeoutMs: storeTimeoutMs, reader: docReader, cloudxOverridden: providers.isOverridden('cloudx'), rules: (p) => providers.get(p).storedCredential, log });
     await vendorKeys.start();
     const modelAccess = new ModelAccess(store);
-    const keySkills = new KeySkills(store, storeTimeoutMs);
+    const lifecycleStore = settings.GW_REDIS_URL ? new RedisLifecycleStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX), randomUUID()) : undefined;
+    await lifecycleStore?.start();
+    if (lifecycleStore) releases.push(() => lifecycleStore.close());
+    const keySkills = new KeySkills(store, storeTimeoutMs, lifecycleStore ?? new StoredTransitionLog(store), (obj, msg) => log.warn(obj, msg));
+    const armed = settings.GW_SKILL_AUTO_ROLLBACK.split(',').map((s) => s.trim()).filter(Boolean);
+    const scorecardRows = new ProcessRowWindow(SCORECARD_WINDOW_ROWS);
+    const feedback = lifecycleStore ?? new ProcessFeedback(FEEDBACK_CAPACITY);
+    const scorecards = new Scorecards({ rows: scorecardRows, feedback, skills: keySkills, directory, armed: new Set(armed) });
     const idp =
       settings.GW_IDP_ISSUER && settings.GW_IDP_JWKS
         ? await IdpVerifier.create({ issuer: settings.GW_IDP_ISSUER, jwks: settings.GW_IDP_JWKS, audience: settings.GW_IDP_AUDIENCE, groupMap: settings.GW_IDP_GROUP_MAP })
@@ -219,6 +240,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       ...skillRoutes(entitlement, keySkills),
       ...telemetryRoutes({ entitlement, directory, ring, reader: telemetry?.reader }),
       ...executeRoutes(pipeline, keySkills),
+      ...scorecardRoutes(entitlement, scorecards, feedback),
       ...chatCompletionsRoutes(pipeline),
       ...responsesRoutes(pipeline),
       ...cloudxRoutes(pipeline),
@@ -239,6 +261,18 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       metrics,
     });
     inFlight = () => front.inFlight;
+    const sweep = new BreakerSweep({
+      scorecards,
+      skills: keySkills,
+      directory,
+      armed,
+      lease: lifecycleStore ?? SOLE_PROCESS,
+      periodMs: settings.GW_BREAKER_SWEEP_S * 1000,
+      observer: metrics.breakerSweep,
+      log,
+    });
+    sweep.start();
+    releases.push(() => sweep.stop());
     metrics.setInFlightSource(inFlight);
     const port = await front.listen(settings.GW_HOST, settings.GW_PORT, opts.sharePort);
     // idle keep-alive connections would otherwise hold the process until their clients let go
@@ -252,6 +286,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       metricsPort: metricsApp?.port,
       log,
       registry: metrics.registry,
+      scorecardRows,
       flushLogs: () => logging.flushBatches(),
       async close() {
         front.stopListening();

@@ -143,6 +143,31 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
     }),
     skillQueueWait: new HotHistogram('gw_skill_queue_wait_seconds', 'Time a skill stage waited for a pool thread (message hops included), by stage', ['stage'], LATENCY_BUCKETS, registry),
     skillRunTime: new HotHistogram('gw_skill_run_seconds', 'Time a skill stage ran in its pool thread, by stage', ['stage'], LATENCY_BUCKETS, registry),
+    breakerSweeps: new Counter({
+      name: 'gw_breaker_sweep_runs_total',
+      help: 'Breaker sweep periods, by result: swept (this replica held the lease), standby (another did), failed',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    breakerRollbacks: new Counter({ name: 'gw_breaker_rollbacks_total', help: 'Keys rolled back by the breaker sweep, by skill', labelNames: ['skill'] as const, registers: [registry] }),
+    breakerFailures: new Counter({
+      name: 'gw_breaker_sweep_failures_total',
+      help: 'Scorecard reads or rollback writes of the breaker sweep that failed, by skill',
+      labelNames: ['skill'] as const,
+      registers: [registry],
+    }),
+    /** the breaker sweep's observer (lifecycle/sweep.ts SweepObserver) */
+    breakerSweep: {
+      run(result: 'swept' | 'standby' | 'failed') {
+        m.breakerSweeps.inc({ result });
+      },
+      rolledBack(skill: string) {
+        m.breakerRollbacks.inc({ skill });
+      },
+      failed(skill: string) {
+        m.breakerFailures.inc({ skill });
+      },
+    },
     /** the skill pool's observer (skills/pool.ts PoolObserver) */
     skillPool: {
       threadRespawned(cause: 'backstop' | 'exit') {

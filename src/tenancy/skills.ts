@@ -50,6 +50,12 @@ interface KeySkillsDoc extends KeySkillConfig {
   key_id: string;
   org_id: string;
   updated_at: string;
+  /**
+   * Each skill's latest transition, written in the same atomic write as the
+   * mode it moved to: the mode never moves without its record. The history
+   * itself lives in the transition log, outside the replicated mirror.
+   */
+  last_transitions?: Partial<Record<SkillId, TransitionRecord>>;
 }
 
 export type SkillConfigUpdate = Partial<KeySkillConfig>;
@@ -68,6 +74,37 @@ export interface TransitionRecord {
   timestamp: string;
 }
 
+/**
+ * Where each key's and skill's transitions are kept, bounded per key and skill
+ * (Redis: a capped list; embedded: a bounded persisted document), out of the
+ * configuration mirror every replica holds in memory.
+ */
+export interface TransitionLog {
+  append(t: TransitionRecord): Promise<void>;
+  /** the newest `limit` transitions of one key and skill, newest first */
+  recent(keyId: string, skill: SkillId, limit: number): Promise<TransitionRecord[]>;
+}
+
+/** Transitions kept per key and skill; the scorecard shows the last 20 */
+export const TRANSITIONS_KEPT = 100;
+
+const newestFirst = (a: TransitionRecord, b: TransitionRecord) => b.timestamp.localeCompare(a.timestamp) || b.id.localeCompare(a.id);
+
+/** Embedded transition log: one bounded document per key and skill in the (persisted) store. */
+export class StoredTransitionLog implements TransitionLog {
+  constructor(private readonly store: DocStore) {}
+
+  async append(t: TransitionRecord): Promise<void> {
+    const id = `${t.key_id}:${t.skill_id}`;
+    const current = this.store.get<{ entries: TransitionRecord[] }>('transitions', id)?.entries ?? [];
+    await this.store.put('transitions', id, { entries: [t, ...current].slice(0, TRANSITIONS_KEPT) });
+  }
+
+  async recent(keyId: string, skill: SkillId, limit: number): Promise<TransitionRecord[]> {
+    return (this.store.get<{ entries: TransitionRecord[] }>('transitions', `${keyId}:${skill}`)?.entries ?? []).slice(0, limit);
+  }
+}
+
 const DEFAULT_TRIGGER_SOURCE = 'user:api';
 const EMPTY: KeySkillConfig = Object.freeze({ skills: {}, skill_modes: {}, locked_skills: {}, skill_params: {} });
 
@@ -84,6 +121,8 @@ export class KeySkills {
     private readonly store: DocStore,
     /** bound on each write (GW_BYOK_STORE_TIMEOUT_S in ms) */
     private readonly timeoutMs: number,
+    private readonly log: TransitionLog = new StoredTransitionLog(store),
+    private readonly warn: (obj: object, msg: string) => void = () => undefined,
   ) {}
 
   config(keyId: string): KeySkillConfig {
@@ -119,19 +158,31 @@ export class KeySkills {
         });
       }
     }
-    await this.write(key, next, stages);
+    await this.write(key, next, stages, this.store.get<KeySkillsDoc>('key_skills', key.key_id)?.last_transitions);
     return next;
   }
 
-  /** Moves one skill of one key to `mode` and records the transition; a failed write throws. */
+  /** Keys with a stored configuration, for the breaker sweep. */
+  configuredKeys(): IterableIterator<{ key_id: string }> {
+    return this.store.values<KeySkillsDoc>('key_skills');
+  }
+
+  /**
+   * Moves one skill of one key to `mode` and records the transition; a failed
+   * write throws. With `onlyFrom`, nothing is written (undefined) unless the
+   * skill's mode is still the one the caller decided on.
+   */
   async transition(
     key: DevKey,
     skill: SkillId,
     mode: StoredMode,
-    cause: { trigger_source?: string; reason?: string },
+    cause: { trigger_source?: string; reason?: string; onlyFrom?: StoredMode },
     stages: StageClock,
   ): Promise<{ config: KeySkillConfig; transition: TransitionRecord }> {
-    const current = this.config(key.key_id);
+    const current: Partial<KeySkillsDoc> & KeySkillConfig = this.store.get<KeySkillsDoc>('key_skills', key.key_id) ?? EMPTY;
+    if (cause.onlyFrom !== undefined && this.effectiveMode(key.key_id, skill) !== cause.onlyFrom) {
+      throw new GatewayError('conflict', `skill ${skill} of key ${key.key_id} is no longer ${cause.onlyFrom}; nothing was written`);
+    }
     const transition: TransitionRecord = {
       id: newTransitionId(),
       org_id: key.org_id,
@@ -144,17 +195,33 @@ export class KeySkills {
       reason: cause.reason ?? null,
       timestamp: new Date().toISOString(),
     };
-    const config: KeySkillConfig = { ...current, skill_modes: { ...current.skill_modes, [skill]: mode } };
+    const config: KeySkillConfig = {
+      skills: current.skills,
+      skill_modes: { ...current.skill_modes, [skill]: mode },
+      locked_skills: current.locked_skills,
+      skill_params: current.skill_params,
+    };
     // one atomic write: the mode never moves without its record, nor the record without the mode
-    await this.write(key, config, stages, { collection: 'transitions', id: transition.id, doc: transition });
+    await this.write(key, config, stages, { ...current.last_transitions, [skill]: transition });
+    // then the bounded history; if this append fails the record still stands as the latest transition
+    await this.log.append(transition).catch((err: unknown) => this.warn({ err, transition: transition.id }, 'transition recorded with its mode but not appended to the history'));
     return { config, transition };
   }
 
-  /** The org's last `limit` transitions of a skill, newest first (scorecard deployment_history). */
-  history(orgId: string, skill: SkillId, limit = 20): TransitionRecord[] {
-    const out: TransitionRecord[] = [];
-    for (const t of this.store.values<TransitionRecord>('transitions')) if (t.org_id === orgId && t.skill_id === skill) out.push(t);
-    return out.sort((a, b) => b.timestamp.localeCompare(a.timestamp) || b.id.localeCompare(a.id)).slice(0, limit);
+  /**
+   * The last `limit` transitions of a skill over the given keys, newest first
+   * (scorecard deployment_history): the history log and each key's latest
+   * transition, which the log may lack if its append failed.
+   */
+  async history(keyIds: readonly string[], skill: SkillId, limit = 20): Promise<TransitionRecord[]> {
+    const byId = new Map<string, TransitionRecord>();
+    const logged = await Promise.all(keyIds.map((k) => this.log.recent(k, skill, limit)));
+    for (const t of logged.flat()) byId.set(t.id, t);
+    for (const k of keyIds) {
+      const last = this.store.get<KeySkillsDoc>('key_skills', k)?.last_transitions?.[skill];
+      if (last !== undefined) byId.set(last.id, last);
+    }
+    return [...byId.values()].sort(newestFirst).slice(0, limit);
   }
 
   /**
@@ -163,9 +230,15 @@ export class KeySkills {
    * bound, so a 504 answered at the bound is not followed by the write landing
    * later (the DocStore putAll contract says what remains).
    */
-  private write(key: DevKey, config: KeySkillConfig, stages: StageClock, ...more: DocWrite[]): Promise<void> {
-    const doc: KeySkillsDoc = { key_id: key.key_id, org_id: key.org_id, ...config, updated_at: new Date().toISOString() };
-    const writes: DocWrite[] = [{ collection: 'key_skills', id: key.key_id, doc }, ...more];
+  private write(key: DevKey, config: KeySkillConfig, stages: StageClock, lastTransitions: KeySkillsDoc['last_transitions']): Promise<void> {
+    const doc: KeySkillsDoc = {
+      key_id: key.key_id,
+      org_id: key.org_id,
+      ...config,
+      updated_at: new Date().toISOString(),
+      ...(lastTransitions !== undefined && { last_transitions: lastTransitions }),
+    };
+    const writes: DocWrite[] = [{ collection: 'key_skills', id: key.key_id, doc }];
     return withinStoreBound(this.store.putAll(writes, { deadline: Date.now() + this.timeoutMs }), this.timeoutMs, stages, 'writing the key skills');
   }
 }

@@ -105,9 +105,10 @@ describe('embedded mode with GW_DATA_DIR survives a restart', () => {
       const secondTransition = next.body['transition'] as Record<string, string>;
       assert.equal(secondTransition['from_mode'], 'canary:25');
       // the state file is rewritten from the restarted replica's mirror: the first transition is in it only if it was loaded
-      const state = JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')) as { transitions: Record<string, { to_mode: string }> };
+      const state = JSON.parse(await readFile(join(dir, 'state.json'), 'utf8')) as { transitions: Record<string, { entries: Array<{ id: string; to_mode: string }> }> };
+      const log = state.transitions[`${secondTransition['key_id']}:model_routing`]?.entries ?? [];
       assert.deepEqual(
-        [state.transitions[firstTransition]?.to_mode, state.transitions[secondTransition['id'] as string]?.to_mode],
+        [log.find((t) => t.id === firstTransition)?.to_mode, log.find((t) => t.id === secondTransition['id'])?.to_mode],
         ['canary:25', 'prod'],
         'the transition recorded before the restart is still held',
       );

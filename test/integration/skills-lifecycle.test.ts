@@ -192,9 +192,15 @@ describe('a write the store does not take is an error, never a 200', () => {
   const stored = async () => {
     const keyId = String((await skillsOf(behind.gw, ENT, 'dk-ent'))?.['key_id']);
     const skills = await redis.hget(keys().doc('key_skills'), keyId);
-    const doc = skills === null ? { skill_modes: {}, skills: {} } : (JSON.parse(skills) as { skill_modes: Record<string, string>; skills: Record<string, boolean> });
-    const transitions = Object.values(await redis.hgetall(keys().doc('transitions'))).map((t) => JSON.parse(t) as Record<string, unknown>);
-    return { modes: doc.skill_modes, transitions, flags: doc.skills };
+    type Doc = { skill_modes: Record<string, string>; skills: Record<string, boolean>; last_transitions?: Record<string, Record<string, unknown>> };
+    const doc = skills === null ? { skill_modes: {}, skills: {} } : (JSON.parse(skills) as Doc);
+    // each skill's latest transition rides with its mode; the history list is written after it
+    const byId = new Map<unknown, Record<string, unknown>>();
+    for (const t of Object.values((doc as Doc).last_transitions ?? {})) byId.set(t['id'], t);
+    for (const skill of ['semantic_cache', 'pii_redaction']) {
+      for (const t of await redis.lrange(keys().transitions(keyId, skill), 0, -1)) byId.set((JSON.parse(t) as Record<string, unknown>)['id'], JSON.parse(t) as Record<string, unknown>);
+    }
+    return { modes: doc.skill_modes, transitions: [...byId.values()], flags: doc.skills };
   };
   /**
    * Long enough for anything a 504'd request left running to reach Redis once

@@ -17,6 +17,12 @@ export function redisKeys(prefix: string) {
     meterLeases: (account: string) => `${prefix}meter:{${account}}:leases`,
     /** a shared rate-limit token bucket */
     meterRate: (name: string) => `${prefix}meter:rate:${name}`,
+    /** one key's transitions of one skill, newest first, capped (hash tag: the key) */
+    transitions: (keyId: string, skill: string) => `${prefix}lc:{${keyId}}:tr:${skill}`,
+    /** a tenant's task feedback filed on one UTC day (hash tag: the tenant) */
+    feedback: (tenant: string, day: number) => `${prefix}lc:fb:{${tenant}}:${day}`,
+    /** the breaker sweep's lease: the replica holding it sweeps */
+    sweepLease: `${prefix}lc:sweep-lease`,
   };
 }
 

@@ -1,0 +1,255 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ScorecardRow } from '../../src/lifecycle/rows.js';
+import { computeScorecard, feedbackKey, type ScorecardInput, type TaskOutcome } from '../../src/lifecycle/scorecard.js';
+import { splitCheck, wilson } from '../../src/lifecycle/stats.js';
+
+const T0 = Date.parse('2030-01-01T00:00:00.000Z');
+let seq = 0;
+
+interface RowSpec {
+  arm: 'treatment' | 'control' | 'shadow';
+  outcome?: string;
+  session?: string | null;
+  status?: number;
+  retry?: boolean;
+  fidelity?: boolean | null;
+  detail?: Record<string, unknown>;
+  latency?: number;
+}
+
+function row(skill: string, s: RowSpec): ScorecardRow {
+  const n = seq++;
+  return {
+    request_id: `r${n}`,
+    ts: new Date(T0 + n * 1000).toISOString(),
+    tenant_id: 'acme',
+    key_id: 'key_a',
+    session_id: s.session ?? null,
+    task_id: null,
+    status: s.status ?? 200,
+    latency_ms: s.latency ?? 100,
+    overhead_ms: 1,
+    cost_usd: 0.001,
+    tokens_in: 10,
+    tokens_out: 5,
+    tokens_saved: 0,
+    retry: s.retry ?? false,
+    relay_reason: null,
+    error_detail: null,
+    tool_fidelity: s.fidelity ?? null,
+    skills: { [skill]: { arm: s.arm, outcome: s.outcome ?? (s.arm === 'control' ? 'skipped' : 'applied'), ...(s.detail && { detail: s.detail }) } },
+  };
+}
+
+const many = (n: number, skill: string, s: RowSpec | ((i: number) => RowSpec)): ScorecardRow[] => Array.from({ length: n }, (_, i) => row(skill, typeof s === 'function' ? s(i) : s));
+
+/** `tasks` sessions of `turns` requests each in one arm; outcomes filed per session */
+function sessions(skill: string, arm: 'treatment' | 'control', tasks: number, turns: number, prefix: string, outcome: (i: number) => TaskOutcome | undefined, feedback: Map<string, TaskOutcome>): ScorecardRow[] {
+  const out: ScorecardRow[] = [];
+  for (let i = 0; i < tasks; i++) {
+    const said = outcome(i);
+    if (said) feedback.set(feedbackKey('session', `${prefix}${i}`), said);
+    for (let j = 0; j < turns; j++) out.push(row(skill, { arm, session: `${prefix}${i}` }));
+  }
+  return out;
+}
+
+const SKILL = 'prompt_compaction';
+const card = (rows: ScorecardRow[], over: Partial<ScorecardInput> = {}) =>
+  computeScorecard({ skill: SKILL, rows, feedback: new Map(), armed: false, history: [], canaryPercent: null, source: { store: 'process' }, ...over });
+
+describe('scorecard status', () => {
+  it('NO_DATA under 20 samples, even with nothing wrong', () => {
+    const c = card(many(19, SKILL, { arm: 'treatment' }));
+    assert.equal(c.status, 'NO_DATA');
+    assert.deepEqual(c.sample_size, { total: 19, treatment: 19, control: 0 });
+  });
+
+  it('NO_DATA with 20 in all but under 20 on one arm of a canary: the arms cannot be compared', () => {
+    const c = card([...many(5, SKILL, { arm: 'treatment' }), ...many(30, SKILL, { arm: 'control' })]);
+    assert.equal(c.sample_size.total, 35);
+    assert.equal(c.status, 'NO_DATA');
+  });
+
+  it('rows of other skills, and off or rolled_back requests (no arm), are not samples', () => {
+    const c = card([...many(30, 'semantic_cache', { arm: 'treatment' }), ...many(10, SKILL, { arm: 'treatment' })]);
+    assert.equal(c.sample_size.total, 10);
+  });
+
+  it('HEALTHY canary with 20+ per arm and nothing crossed', () => {
+    const c = card([...many(25, SKILL, { arm: 'treatment' }), ...many(25, SKILL, { arm: 'control' })]);
+    assert.equal(c.status, 'HEALTHY');
+    assert.deepEqual(c.breakers, []);
+    assert.equal(c.breaker_action, 'advisory');
+  });
+
+  it('REGRESSION_WARNING when treatment upstream errors exceed control by more than 5 points', () => {
+    const c = card([...many(40, SKILL, (i) => ({ arm: 'treatment', status: i < 4 ? 502 : 200 })), ...many(40, SKILL, { arm: 'control' })]);
+    assert.equal(c.status, 'REGRESSION_WARNING');
+    assert.match(c.warnings.join(), /upstream_error_rate 10\.0% vs control 0\.0%/);
+    assert.deepEqual(c.breakers, []);
+  });
+
+  it('REGRESSION_WARNING when treatment retries are more than 2x control', () => {
+    const c = card([...many(40, SKILL, (i) => ({ arm: 'treatment', retry: i < 7 })), ...many(40, SKILL, (i) => ({ arm: 'control', retry: i < 3 }))]);
+    assert.equal(c.status, 'REGRESSION_WARNING');
+    assert.match(c.warnings.join(), /client_retry_rate 17\.5% > 2x control 7\.5%/);
+  });
+
+  it('REGRESSION_WARNING when turns per task are up 15 to 25 percent', () => {
+    const fb = new Map<string, TaskOutcome>();
+    const c = card([...sessions(SKILL, 'treatment', 5, 6, 't', () => undefined, fb), ...sessions(SKILL, 'control', 6, 5, 'c', () => undefined, fb)]);
+    assert.deepEqual(c.downstream_ai_metrics.turns_per_task, { treatment: 6, control: 5 });
+    assert.equal(c.status, 'REGRESSION_WARNING');
+    assert.match(c.warnings.join(), /turns_per_task \+20\.0%/);
+  });
+
+  it('tripwire fail_open_rate above 1%: advisory when not armed, triggered when armed', () => {
+    const rows = many(30, SKILL, (i) => ({ arm: 'treatment', outcome: i === 0 ? 'ceiling_exceeded' : 'applied' }));
+    const advisory = card(rows);
+    assert.equal(advisory.status, 'BREAKER_ADVISORY');
+    assert.equal(advisory.breaker_action, 'advisory');
+    assert.deepEqual(advisory.breakers, ['fail_open_rate']);
+    assert.deepEqual(advisory.anomalies, ['fail_open_rate 3.3% > 1.0%']);
+    const armed = card(rows, { armed: true });
+    assert.equal(armed.status, 'CIRCUIT_BREAKER_TRIGGERED');
+    assert.equal(armed.breaker_action, 'auto_rollback');
+  });
+
+  it('a direct_passthrough relay counts as failed open too', () => {
+    const rows = many(20, SKILL, { arm: 'treatment' });
+    const c = card(rows.map((r, i) => (i < 20 ? { ...r, relay_reason: 'fail_open' } : r)));
+    assert.deepEqual(c.anomalies, ['fail_open_rate 100.0% > 1.0%']);
+  });
+
+  it('tripwire tool_call_fidelity below 97% in treatment (replies without declared tools are not counted)', () => {
+    const c = card(many(40, SKILL, (i) => ({ arm: 'treatment', fidelity: i < 20 ? null : i > 21 })));
+    assert.equal(c.downstream_ai_metrics.tool_call_fidelity.treatment, 0.9);
+    assert.deepEqual(c.breakers, ['tool_call_fidelity']);
+    assert.match(c.anomalies[0] ?? '', /^tool_call_fidelity 90\.0% < 97\.0%/);
+  });
+
+  it('tripwire turns_per_task up more than 25%', () => {
+    const fb = new Map<string, TaskOutcome>();
+    const c = card([...sessions(SKILL, 'treatment', 4, 8, 't', () => undefined, fb), ...sessions(SKILL, 'control', 5, 5, 'c', () => undefined, fb)]);
+    assert.deepEqual(c.breakers, ['turns_per_task']);
+    assert.match(c.anomalies[0] ?? '', /^turns_per_task \+60\.0% > \+25\.0%/);
+  });
+
+  it('tripwires task_success and goodput more than 5 points below control, from feedback', () => {
+    const fb = new Map<string, TaskOutcome>();
+    const rows = [
+      ...sessions(SKILL, 'treatment', 10, 3, 't', (i) => (i < 6 ? 'success' : 'failure'), fb),
+      ...sessions(SKILL, 'control', 10, 3, 'c', (i) => (i < 9 ? 'success' : 'failure'), fb),
+    ];
+    const c = card(rows, { feedback: fb });
+    assert.deepEqual(c.downstream_ai_metrics.task_success_rate, { treatment: 0.6, control: 0.9 });
+    assert.deepEqual(c.downstream_ai_metrics.goodput, { treatment: 0.6, control: 0.9 });
+    assert.deepEqual(c.breakers, ['task_success', 'goodput']);
+  });
+
+  it('tripwire fold_ledger: negative net dollars over 5 or more folds', () => {
+    const FOLD = 'agent_trajectory_compaction';
+    const rows = many(25, FOLD, (i) => ({ arm: 'treatment', ...(i < 5 && { detail: { ledger_usd: i === 0 ? 0.01 : -0.004 } }) }));
+    const c = card(rows, { skill: FOLD, armed: true });
+    assert.equal(c.status, 'CIRCUIT_BREAKER_TRIGGERED');
+    assert.deepEqual(c.breakers, ['fold_ledger']);
+    assert.deepEqual(c.skill_specific_metrics.fold_ledger, { folds: 5, net_usd: -0.006 });
+    const four = card(rows.filter((_, i) => i !== 0 && i !== 1), { skill: FOLD, armed: true });
+    assert.equal(four.skill_specific_metrics.fold_ledger?.folds, 3);
+    assert.equal(four.status, 'HEALTHY', 'fewer than 5 folds never trip, negative or not');
+  });
+
+  it('confounded: session coverage apart by more than 20 points keeps task-level numbers and stops tripwires 3-5, not the others', () => {
+    const fb = new Map<string, TaskOutcome>();
+    const rows = [
+      // treatment: every request in a session, many turns, failing tasks
+      ...sessions(SKILL, 'treatment', 4, 8, 't', () => 'failure', fb),
+      // control: a quarter of requests in sessions
+      ...sessions(SKILL, 'control', 2, 5, 'c', () => 'success', fb),
+      ...many(30, SKILL, { arm: 'control' }),
+    ];
+    const c = card(rows, { feedback: fb });
+    assert.equal(c.confounded, true);
+    assert.equal(c.confounded_reason, 'session_share_treatment=1 control=0.25');
+    assert.deepEqual(c.downstream_ai_metrics.turns_per_task, { treatment: 8, control: 5 });
+    assert.deepEqual(c.breakers, []);
+    assert.equal(c.status, 'HEALTHY');
+    const withFailOpen = card(rows.map((r, i) => (i === 0 ? { ...r, skills: { [SKILL]: { arm: 'treatment', outcome: 'error' } } } : r)), { feedback: fb });
+    assert.deepEqual(withFailOpen.breakers, ['fail_open_rate'], 'a single-arm tripwire still fires when confounded');
+  });
+
+  it('an arm with no sessions reads null for task-level fields; calls without sessions are single-call metrics', () => {
+    const fb = new Map<string, TaskOutcome>();
+    const c = card([...sessions(SKILL, 'treatment', 5, 5, 't', () => 'success', fb), ...many(25, SKILL, { arm: 'control' })], { feedback: fb });
+    const d = c.downstream_ai_metrics;
+    assert.deepEqual([d.turns_per_task.control, d.task_success_rate.control, d.goodput.control, d.cost_per_task_usd.control, d.end_to_end_duration_ms.control], [null, null, null, null, null]);
+    assert.equal(d.turns_per_task.treatment, 5);
+    assert.deepEqual(d.single_call_metrics.requests, { treatment: 0, control: 25 });
+    assert.deepEqual(d.task_sample_size, { treatment: 5, control: 0 });
+  });
+
+  it('the split check and the confidence intervals are reported and never change the status', () => {
+    // canary:10 configured, yet half the sessions landed in treatment
+    const rows = [...many(100, SKILL, (i) => ({ arm: 'treatment', session: `t${i}` })), ...many(100, SKILL, (i) => ({ arm: 'control', session: `c${i}` }))];
+    const c = card(rows, { canaryPercent: 10 });
+    assert.equal(c.status, 'HEALTHY');
+    assert.equal(c.sample_ratio?.mismatch, true);
+    assert.equal(c.sample_ratio?.observed_treatment_share, 0.5);
+    assert.ok((c.sample_ratio?.p_value ?? 1) < 0.001);
+    const fair = card(rows, { canaryPercent: 50 });
+    assert.equal(fair.sample_ratio?.mismatch, false);
+    const ci = c.confidence_intervals.upstream_error_rate.treatment;
+    assert.ok(ci !== null && ci[0] === 0 && ci[1] > 0.03 && ci[1] < 0.04, `Wilson upper bound of 0/100 is ~0.037 (got ${String(ci)})`);
+  });
+
+  it('shadow samples count toward the total and show as a third arm', () => {
+    const c = card(many(20, SKILL, { arm: 'shadow', outcome: 'shadow' }));
+    assert.deepEqual(c.sample_size, { total: 20, treatment: 0, control: 0, shadow: 20 });
+    assert.equal(c.status, 'HEALTHY');
+    assert.ok('shadow' in c.generic_metrics.fail_open_rate);
+  });
+
+  it('skill-specific metrics come from the skills\' reported detail', () => {
+    const pii = computeScorecard({
+      skill: 'pii_redaction',
+      rows: many(3, 'pii_redaction', { arm: 'treatment', detail: { kinds: { email: 2, iban: 1 } } }),
+      feedback: new Map(),
+      armed: false,
+      history: [],
+      canaryPercent: null,
+      source: { store: 'durable' },
+    });
+    assert.deepEqual(pii.skill_specific_metrics.redactions_by_kind, { email: 6, iban: 3 });
+    const cache = computeScorecard({
+      skill: 'semantic_cache',
+      rows: [
+        ...many(3, 'semantic_cache', { arm: 'treatment', outcome: 'hit', detail: { tokens_saved: 100, usd_saved: 0.002 } }),
+        ...many(1, 'semantic_cache', { arm: 'treatment', outcome: 'miss' }),
+        ...many(4, 'semantic_cache', (i) => ({ arm: 'shadow', outcome: 'shadow', detail: { decision: 'hit', false_hit: i === 0 } })),
+      ],
+      feedback: new Map(),
+      armed: false,
+      history: [],
+      canaryPercent: null,
+      source: { store: 'durable' },
+    });
+    const m = cache.skill_specific_metrics;
+    assert.deepEqual([m.cache_hit_rate, m.tokens_saved, m.usd_saved, m.false_hit_rate], [0.75, 300, 0.006, 0.25]);
+  });
+});
+
+describe('scorecard statistics', () => {
+  it('Wilson interval of 50/100 is about 0.40 to 0.60', () => {
+    assert.deepEqual(wilson(50, 100), [0.4038, 0.5962]);
+    assert.equal(wilson(0, 0), null);
+  });
+
+  it('split check: 500/1000 against 50% is no mismatch; 600/1000 is', () => {
+    assert.equal(splitCheck(500, 1000, 0.5)?.mismatch, false);
+    const off = splitCheck(600, 1000, 0.5);
+    assert.equal(off?.chi_squared, 40);
+    assert.equal(off?.mismatch, true);
+  });
+});
