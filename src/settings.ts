@@ -70,6 +70,10 @@ export const SettingsSchema = Type.Object({
   GW_DEDICATED_TENANT: Type.Optional(Type.String({ pattern: '^[a-z0-9_-]{1,64}$' })),
   GW_ALLOWED_REGIONS: Type.Optional(Type.String({ minLength: 1, description: 'comma-separated upstream regions allowed' })),
   GW_SHUTDOWN_GRACE_S: Seconds(10, 'in-flight requests get this long on SIGTERM'),
+  GW_CACHE_SIMILARITY: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 0.95, description: 'semantic_cache: least similarity of a near-duplicate last user turn (min of word-shingle Jaccard and character-trigram cosine)' }),
+  GW_CACHE_TTL_S: Type.Integer({ minimum: 1, maximum: 30 * 86400, default: 3600, description: 'semantic_cache: seconds a stored reply lives' }),
+  GW_CACHE_MAX_ENTRIES: Type.Integer({ minimum: 1, default: 10_000, description: 'semantic_cache in process (no Redis): most entries kept per replica' }),
+  GW_CACHE_MAX_BYTES: Type.Integer({ minimum: 65_536, default: 64 * 1024 * 1024, description: 'semantic_cache in process: most bytes kept per replica; a reply over a sixteenth of it is never stored' }),
 });
 
 export type RawSettings = Static<typeof SettingsSchema>;

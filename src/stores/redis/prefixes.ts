@@ -13,6 +13,10 @@ export function redisKeys(prefix: string) {
     meterLeases: (account: string) => `${prefix}meter:{${account}}:leases`,
     /** a shared rate-limit token bucket */
     meterRate: (name: string) => `${prefix}meter:rate:${name}`,
+    /** a semantic-cache entry, its near-duplicate signature and an LSH band's entry ids: hash-tagged per org (one slot per org) */
+    cacheEntry: (org: string, id: string) => `${prefix}cache:{${org}}:e:${id}`,
+    cacheSignature: (org: string, id: string) => `${prefix}cache:{${org}}:s:${id}`,
+    cacheBand: (org: string, band: string) => `${prefix}cache:{${org}}:b:${band}`,
   };
 }
 
