@@ -46,8 +46,8 @@ function caches(store: CacheStore) {
   return { cache: new SemanticCache(store, SETTINGS, metrics.semanticCache), metrics };
 }
 
-const counter = async (metrics: ReturnType<typeof createMetrics>, name: 'cacheLookups' | 'cacheShadowCompared', label: string, value: string) =>
-  (await metrics[name].get()).values.find((v) => v.labels[label] === value)?.value ?? 0;
+const counter = async (metrics: ReturnType<typeof createMetrics>, name: 'cacheLookups' | 'cacheShadowCompared', label: 'result' | 'matched', value: string) =>
+  (await metrics[name].get()).values.find((v) => (v.labels as Record<string, string | number | undefined>)[label] === value)?.value ?? 0;
 
 describe('semantic_cache evaluator, called directly', () => {
   it('computes the keys of a chat body; skips a body that is not JSON or has no conversation', () => {
