@@ -1,17 +1,25 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { cacheKeysOf } from '../../src/skills/cache/index.js';
+import type { NearSignature, StageCacheKeys } from '../../src/skills/stage.js';
 import { conversationOf } from '../../src/skills/cache/conversation.js';
 import { BANDS, PERMUTATIONS, VECTOR_DIM, invariantsOf, signatureOf, similarity, wordsOf } from '../../src/skills/cache/signature.js';
 import { OTHER_REQUEST, SAME_REQUEST, TRIP, UNRELATED } from '../fixtures/cache/texts.js';
 
 const THRESHOLD = 0.95;
 const CONTEXT = { scope: 'scope', preceding: 'preceding' };
-const sig = (text: string) => {
-  const s = signatureOf(text, CONTEXT);
-  assert.ok(s, 'a signature');
+function sig(text: string, context = CONTEXT): NearSignature {
+  const s = signatureOf(text, context);
+  assert.ok(typeof s === 'object', 'a signature');
   return s;
-};
+}
+
+/** The keys of a body, asserting it has a conversation. */
+function keysOf(surface: string, body: unknown): StageCacheKeys {
+  const keys = cacheKeysOf(surface, body);
+  assert.ok(typeof keys === 'object', 'cache keys');
+  return keys;
+}
 const sharedBands = (a: string[], b: string[]) => a.filter((x, i) => x === b[i]).length;
 
 describe('near-duplicate signature and similarity', () => {
@@ -45,6 +53,11 @@ describe('near-duplicate signature and similarity', () => {
     });
   }
 
+  it('building a long signature stops when its deadline has passed', () => {
+    assert.equal(signatureOf(TRIP.repeat(40), CONTEXT, () => true), 'expired');
+    assert.equal(signatureOf('?!', CONTEXT), 'none');
+  });
+
   it('an unrelated prompt is far below the threshold', () => {
     assert.ok(similarity(sig(TRIP), sig(UNRELATED)) < 0.2);
     assert.ok(similarity(sig('What is the capital of France?'), sig('What is the capital of Spain?')) < THRESHOLD);
@@ -56,9 +69,8 @@ describe('near-duplicate signature and similarity', () => {
   });
 
   it('a signature depends on the preceding turns (band keys differ)', () => {
-    const a = signatureOf(TRIP, CONTEXT);
-    const b = signatureOf(TRIP, { ...CONTEXT, preceding: 'other' });
-    assert.ok(a && b);
+    const a = sig(TRIP);
+    const b = sig(TRIP, { ...CONTEXT, preceding: 'other' });
     assert.equal(sharedBands(a.bands, b.bands), 0);
   });
 });
@@ -76,41 +88,41 @@ describe('cache keys of each surface shape', () => {
 
   for (const [surface, body] of Object.entries(bodies)) {
     it(`${surface}: the last user turn is read, the scope follows the sampling parameters, bookkeeping is ignored`, () => {
-      const keys = cacheKeysOf(surface, body(TRIP, 0));
-      assert.ok(keys?.near, 'a near-duplicate signature of the last user turn');
-      const near = cacheKeysOf(surface, body(SAME_REQUEST['case, punctuation and spacing'] as string, 0));
-      assert.ok(near?.near);
+      const keys = keysOf(surface, body(TRIP, 0));
+      assert.ok(keys.near, 'a near-duplicate signature of the last user turn');
+      const near = keysOf(surface, body(SAME_REQUEST['case, punctuation and spacing'] as string, 0));
+      assert.ok(near.near);
       assert.notEqual(near.exact, keys.exact);
       assert.equal(near.near.preceding, keys.near.preceding);
       assert.ok(similarity(near.near, keys.near) >= THRESHOLD);
-      assert.equal(cacheKeysOf(surface, body(TRIP, 0))?.exact, keys.exact, 'deterministic');
-      assert.notEqual(cacheKeysOf(surface, body(TRIP, 0.7))?.scope, keys.scope, 'another temperature is another scope');
+      assert.equal(keysOf(surface, body(TRIP, 0)).exact, keys.exact, 'deterministic');
+      assert.notEqual(keysOf(surface, body(TRIP, 0.7)).scope, keys.scope, 'another temperature is another scope');
     });
   }
 
   it('the surface is part of the scope: the stored bytes are in its shape', () => {
     const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
-    assert.notEqual(cacheKeysOf('cloudx', body)?.scope, cacheKeysOf('chat_completions', body)?.scope);
+    assert.notEqual(keysOf('cloudx', body)?.scope, keysOf('chat_completions', body).scope);
   });
 
   it('bookkeeping fields (user, metadata, stream) do not change the keys; whitespace does not change the exact key', () => {
-    const a = cacheKeysOf('chat_completions', { model: 'm', messages: [{ role: 'user', content: 'Hello  there\n' }] });
-    const b = cacheKeysOf('chat_completions', { model: 'm', user: 'u1', metadata: { a: 1 }, stream: true, messages: [{ role: 'user', content: 'Hello there' }] });
-    assert.equal(a?.exact, b?.exact);
+    const a = keysOf('chat_completions', { model: 'm', messages: [{ role: 'user', content: 'Hello  there\n' }] });
+    const b = keysOf('chat_completions', { model: 'm', user: 'u1', metadata: { a: 1 }, stream: true, messages: [{ role: 'user', content: 'Hello there' }] });
+    assert.equal(a.exact, b.exact);
   });
 
   it('a changed system prompt or tool list is another scope', () => {
     const base = { model: 'm', system: 'a', messages: [{ role: 'user', content: 'hi' }] };
-    const scope = cacheKeysOf('messages', base)?.scope;
-    assert.notEqual(cacheKeysOf('messages', { ...base, system: 'b' })?.scope, scope);
-    assert.notEqual(cacheKeysOf('messages', { ...base, tools: [{ name: 't', input_schema: { type: 'object' } }] })?.scope, scope);
+    const scope = keysOf('messages', base).scope;
+    assert.notEqual(keysOf('messages', { ...base, system: 'b' }).scope, scope);
+    assert.notEqual(keysOf('messages', { ...base, tools: [{ name: 't', input_schema: { type: 'object' } }] }).scope, scope);
   });
 
   it('a last turn that is not plain user text gets the exact key only', () => {
-    const toolResult = cacheKeysOf('messages', { model: 'm', messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'ok' }] }] });
-    assert.ok(toolResult && toolResult.near === undefined);
-    const image = cacheKeysOf('chat_completions', { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this' }, { type: 'image_url', image_url: { url: 'data:x' } }] }] });
-    assert.ok(image && image.near === undefined);
+    const toolResult = keysOf('messages', { model: 'm', messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'ok' }] }] });
+    assert.ok(toolResult.near === undefined);
+    const image = keysOf('chat_completions', { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this' }, { type: 'image_url', image_url: { url: 'data:x' } }] }] });
+    assert.ok(image.near === undefined);
   });
 
   it('a body that is not the surface shape has no conversation', () => {

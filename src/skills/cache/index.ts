@@ -15,7 +15,8 @@ const normalised = (text: string): string => text.normalize('NFKC').replace(/\s+
 
 const turnKey = (t: Turn): string => `${t.role}\u0001${normalised(t.text)}\u0001${t.other}`;
 
-export function cacheKeysOf(surface: string, json: unknown): StageCacheKeys | undefined {
+/** The request's cache keys; undefined when the body holds no conversation, 'expired' when the deadline passed first. */
+export function cacheKeysOf(surface: string, json: unknown, expired: () => boolean = () => false): StageCacheKeys | 'expired' | undefined {
   const conversation = conversationOf(surface, json);
   if (conversation === undefined || conversation.turns.length === 0) return undefined;
   const { turns } = conversation;
@@ -26,8 +27,9 @@ export function cacheKeysOf(surface: string, json: unknown): StageCacheKeys | un
   // a near duplicate is judged on plain user text; images, tool results or a prefilled reply need the exact match
   if (last.role !== 'user' || last.other !== '') return { scope, exact };
   const preceding = digest(scope, ...keys.slice(0, -1));
-  const near = signatureOf(last.text, { scope, preceding });
-  return near === undefined ? { scope, exact } : { scope, exact, near };
+  const near = signatureOf(last.text, { scope, preceding }, expired);
+  if (near === 'expired') return near;
+  return near === 'none' ? { scope, exact } : { scope, exact, near };
 }
 
 export function evaluateSemanticCache(input: StageInput, deadline: Deadline): StageResult {
@@ -37,8 +39,8 @@ export function evaluateSemanticCache(input: StageInput, deadline: Deadline): St
   } catch {
     return { outcome: 'skipped', detail: { reason: 'the body is not JSON' } };
   }
-  const cache = cacheKeysOf(input.surface, json);
+  const cache = cacheKeysOf(input.surface, json, () => deadline.expired());
   if (cache === undefined) return { outcome: 'skipped', detail: { reason: `no conversation in the ${input.surface} body` } };
-  if (deadline.expired()) return { outcome: 'ceiling_exceeded', detail: { reason: 'signature not ready by the deadline' } };
+  if (cache === 'expired' || deadline.expired()) return { outcome: 'ceiling_exceeded', detail: { reason: 'signature not ready by the deadline' } };
   return { outcome: 'applied', detail: { near_duplicate: cache.near !== undefined }, cache };
 }

@@ -56,11 +56,15 @@ const WORD = /[\p{L}\p{N}]+(?:['’]\p{L}+)*/gu;
 /** The words of an NFKC-normalised text, case kept (entities need it). */
 export const wordsOf = (text: string): string[] => text.match(WORD) ?? [];
 
-function minhash(words: readonly string[]): Uint32Array {
+/** Shingles hashed between two looks at the deadline. */
+const POLL_EVERY = 512;
+
+function minhash(words: readonly string[], expired: () => boolean): Uint32Array | undefined {
   const out = new Uint32Array(PERMUTATIONS).fill(0xffffffff);
   // a text shorter than a shingle is one shingle of all its words
   const count = Math.max(1, words.length - SHINGLE + 1);
   for (let s = 0; s < count; s++) {
+    if (s % POLL_EVERY === POLL_EVERY - 1 && expired()) return undefined;
     const h = hash32(words.slice(s, s + SHINGLE).join(' '));
     for (let i = 0; i < PERMUTATIONS; i++) {
       const v = fmix32((Math.imul(h, PERM_A[i] as number) + (PERM_B[i] as number)) >>> 0);
@@ -129,15 +133,21 @@ function sentenceStartIndexes(text: string): Set<number> {
   return out;
 }
 
-/** The signature of a last user turn, or undefined when it has no words. */
-export function signatureOf(raw: string, context: { scope: string; preceding: string }): NearSignature | undefined {
+const NEVER = () => false;
+
+/**
+ * The signature of a last user turn; 'none' when it has no words, 'expired'
+ * when `expired` said so while the MinHash was being built (a long turn).
+ */
+export function signatureOf(raw: string, context: { scope: string; preceding: string }, expired: () => boolean = NEVER): NearSignature | 'none' | 'expired' {
   const text = raw.normalize('NFKC');
   const words = wordsOf(text);
-  if (words.length === 0) return undefined;
+  if (words.length === 0) return 'none';
   const lower = words.map((w) => w.toLowerCase());
   const inv = invariantsOf(text, words);
   const invariants = digest(inv.negations, inv.numbers, inv.entities);
-  const mh = minhash(lower);
+  const mh = minhash(lower, expired);
+  if (mh === undefined) return 'expired';
   const bands: string[] = [];
   for (let b = 0; b < BANDS; b++) bands.push(digest(context.scope, context.preceding, invariants, String(b), mh.subarray(b * ROWS, (b + 1) * ROWS).join('.')));
   return { preceding: context.preceding, invariants, minhash: mh, vector: trigramVector(lower), bands };
