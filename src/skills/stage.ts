@@ -80,6 +80,35 @@ export interface StageResult {
    * to the reply restorer, never to the trace, the row, the cache or logs
    */
   restore?: Record<string, string>;
+  /** semantic_cache: the request's cache keys and signature, for the main thread's store lookup */
+  cache?: StageCacheKeys;
+}
+
+/**
+ * What the semantic_cache evaluator computes in the worker: fixed-size keys
+ * and signatures, so the main thread's lookup costs the same whatever the
+ * prompt's size. The main thread adds the org, provider, model and stream flag.
+ */
+export interface StageCacheKeys {
+  /** hash of the surface and every body field that can change the answer (system prompt, tools, sampling, response format) */
+  scope: string;
+  /** hash of the scope and the normalised conversation */
+  exact: string;
+  /** the last user turn's near-duplicate signature; absent when the last turn is not plain user text */
+  near?: NearSignature;
+}
+
+export interface NearSignature {
+  /** hash of the scope and every turn before the last user turn */
+  preceding: string;
+  /** hash of the last user turn's negation words, numbers and named-entity tokens */
+  invariants: string;
+  /** MinHash of the word 3-shingles (one minimum per permutation) */
+  minhash: Uint32Array;
+  /** hashed character-trigram counts, unit length */
+  vector: Float32Array;
+  /** LSH band keys of the MinHash (each hashes one band with the preceding turns and invariants) */
+  bands: string[];
 }
 
 /**

@@ -178,6 +178,27 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
         m.skillRunTime.observe([stage], runMs / 1000);
       },
     },
+    cacheLookups: new Counter({
+      name: 'gw_cache_lookups_total',
+      help: 'semantic_cache store lookups, by result (hit, miss, error: the store failed or was slow and the call was relayed)',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    cacheShadowCompared: new Counter({
+      name: 'gw_cache_shadow_compared_total',
+      help: 'semantic_cache in shadow: would-be hits whose stored reply was compared with the live one, by matched (false = a false hit)',
+      labelNames: ['matched'] as const,
+      registers: [registry],
+    }),
+    /** the semantic cache's observer (skills/cache/lookup.ts CacheObserver) */
+    semanticCache: {
+      lookedUp(result: 'hit' | 'miss' | 'error') {
+        m.cacheLookups.inc({ result });
+      },
+      shadowCompared(matched: boolean) {
+        m.cacheShadowCompared.inc({ matched: String(matched) });
+      },
+    },
     /** a finished call's usage and its catalog price (labels stay bounded: provider, never model) */
     recordUsage(provider: string, usage: Usage | undefined, costUsd: number) {
       if (usage) {

@@ -23,6 +23,10 @@ export function redisKeys(prefix: string) {
     feedback: (tenant: string, day: number) => `${prefix}lc:fb:{${tenant}}:${day}`,
     /** the breaker sweep's lease: the replica holding it sweeps */
     sweepLease: `${prefix}lc:sweep-lease`,
+    /** a semantic-cache entry, its near-duplicate signature and an LSH band's entry ids: hash-tagged per org (one slot per org) */
+    cacheEntry: (org: string, id: string) => `${prefix}cache:{${org}}:e:${id}`,
+    cacheSignature: (org: string, id: string) => `${prefix}cache:{${org}}:s:${id}`,
+    cacheBand: (org: string, band: string) => `${prefix}cache:{${org}}:b:${band}`,
   };
 }
 
