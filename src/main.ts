@@ -9,6 +9,9 @@ import { skillRoutes } from './api/skills.js';
 import { publicRoutes } from './api/public.js';
 import type { Route } from './http/types.js';
 import { Pipeline } from './pipeline/index.js';
+import { Destinations } from './destinations/index.js';
+import { destinationModels, readDestinationsFile } from './destinations/file.js';
+import { joinCatalog } from './providers/catalog.js';
 import { Providers, type OriginOverrides } from './providers/index.js';
 import { createFront } from './server/front.js';
 import { startMetricsApp } from './server/metrics-app.js';
@@ -86,6 +89,9 @@ function originOverrides(s: Settings): OriginOverrides {
 
 /** One replica: settings → stores → pipeline → routes → the uWS front. */
 export async function startGateway(settings: Settings, opts: StartOptions = {}): Promise<RunningGateway> {
+  // a bad destinations file stops the start, naming each bad entry
+  const destinationEntries = settings.GW_DESTINATIONS_FILE ? readDestinationsFile(settings.GW_DESTINATIONS_FILE) : [];
+  joinCatalog(destinationModels(destinationEntries));
   const logging = createLogging(settings.GW_LOG_LEVEL, opts.logDestination);
   const log = logging.log;
   const { uws, native } = loadUws(settings.GW_ALLOW_UWS_FALLBACK === '1');
@@ -110,6 +116,9 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     metrics.setPoolStatsSource(() => upstream.stats());
     const ring = new InspectorRing(100);
     const originHealth = new OriginHealth();
+    const destinations =
+      destinationEntries.length === 0 ? undefined : new Destinations(destinationEntries, { upstream, health: originHealth, metrics, log, defaultMaxInflight: settings.GW_UPSTREAM_MAX_INFLIGHT });
+    await destinations?.start();
     const meter = openMeter(settings);
     await meter.start();
     releases.push(() => meter.close());
@@ -148,6 +157,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         rateLimitStage(rateLimiter),
       ],
       metering: [spendCapStage(spendCaps)],
+      destinations,
     });
 
     let inFlight = () => 0;
@@ -168,6 +178,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
           metrics,
           startedAt,
           uwsNative: native,
+          listsModel: destinations && ((m) => destinations.lists(m)),
         },
         settings.GW_METRICS_PUBLIC === '1',
       ),

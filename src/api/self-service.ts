@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { GatewayError } from '../errors.js';
 import type { GatewayRequest, Route } from '../http/types.js';
 import { compileSchema } from '../http/validate.js';
-import { CATALOG } from '../providers/catalog.js';
+import { isCatalogId } from '../providers/catalog.js';
 import { PROVIDER_IDS } from '../providers/types.js';
 import { SURFACES } from '../surfaces/index.js';
 import type { Directory } from '../tenancy/directory.js';
@@ -53,7 +53,6 @@ const parseModelAccess = compileSchema(
     { additionalProperties: false },
   ),
 );
-const CATALOG_IDS = new Set(CATALOG.map((m) => m.id));
 
 export interface SelfServiceDeps {
   entitlement: Entitlement;
@@ -108,7 +107,7 @@ export function selfServiceRoutes(deps: SelfServiceDeps): Route[] {
     }),
     post('/api/v1/model_access/update', async (req, body, org) => {
       const { models } = parseModelAccess(body);
-      const unknown = (models ?? []).filter((m) => !CATALOG_IDS.has(m));
+      const unknown = (models ?? []).filter((m) => !isCatalogId(m));
       if (unknown.length > 0) throw new GatewayError('request_error', `models: not in the catalog: ${unknown.join(', ')}`, { fields: { field: 'models', unknown } });
       const enabled = models === null ? null : [...new Set(models)];
       req.stages.begin('store_write');

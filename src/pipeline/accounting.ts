@@ -1,6 +1,6 @@
-import { costUsd, pricedModel } from '../providers/catalog.js';
+import { costAtPrice, costUsd, pricedModel } from '../providers/catalog.js';
 import type { Caller } from '../tenancy/types.js';
-import type { RowSink } from './types.js';
+import type { RowSink, ServedBy } from './types.js';
 import type { RelayOutcome } from './relay.js';
 
 export interface CallRecord {
@@ -9,6 +9,8 @@ export interface CallRecord {
   provider: string;
   model: string | undefined;
   caller: Caller;
+  /** the self-hosted destination that served it, priced at its own rates */
+  destination?: ServedBy | undefined;
   outcome: RelayOutcome;
   latencyMs: number;
 }
@@ -20,7 +22,7 @@ export interface CallRecord {
  * then keeps the call's whole reservation, never less than it may have cost.
  */
 export function account(rows: RowSink, rec: CallRecord): number | undefined {
-  const cost = costUsd(pricedModel(rec.model, rec.outcome.usage), rec.outcome.usage);
+  const cost = rec.destination ? costAtPrice(rec.destination.price, rec.outcome.usage) : costUsd(pricedModel(rec.model, rec.outcome.usage), rec.outcome.usage);
   rows.push({
     request_id: rec.requestId,
     ts: new Date().toISOString(),
@@ -39,6 +41,8 @@ export function account(rows: RowSink, rec: CallRecord): number | undefined {
     status: rec.outcome.status,
     latency_ms: Math.round(rec.latencyMs * 100) / 100,
     prompt_preview: '',
+    destination_id: rec.destination?.destination_id ?? null,
+    model_serving_route: rec.destination?.model_serving_route ?? null,
   });
   const { status, usage } = rec.outcome;
   const billedUnseen = rec.outcome.dispatched && usage === undefined && ((status >= 200 && status < 300) || status === 499);

@@ -2,7 +2,7 @@ import type { Presented } from '../http/credentials.js';
 import type { GatewayRequest, HeaderList, ResponseSink, Surface } from '../http/types.js';
 import type { Caller } from '../tenancy/types.js';
 import type { RelayOutcome } from './relay.js';
-import { ADMITTED, type Admission, type Call, type Plan, type RouteRow, type StageName } from './types.js';
+import { ADMITTED, type Admission, type Call, type Plan, type RouteRow, type ServedBy, type StageName } from './types.js';
 
 /** One request's way through the stages: what each stage learnt, in one object per request. */
 export class Exchange {
@@ -13,6 +13,8 @@ export class Exchange {
   call: Call | undefined;
   /** the reply, once dispatched (or answered by a stage) */
   outcome: RelayOutcome | undefined;
+  /** the self-hosted destination that served the call, if one did */
+  destination: ServedBy | undefined;
   /** x-gw-served-by of the reply */
   servedBy: HeaderList | undefined;
   /** what admission and metering reserved, settled at accounting (undefined: nothing to settle) */

@@ -11,7 +11,7 @@ import { resolveCredential } from './credentials.js';
 import type { Exchange } from './exchange.js';
 import { forwardHeaders } from './forward-headers.js';
 import { relay, type RelayDeps, type RelayOutcome } from './relay.js';
-import { CONTINUE, type Answer, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
+import { CONTINUE, type Answer, type DestinationRouter, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
 
 export const authenticateStage = (directory: Directory): Stage<Exchange> => ({
   name: 'authenticate',
@@ -92,6 +92,8 @@ export interface DispatchDeps {
   relay: RelayDeps;
   /** every policy with a check of the resolved location (residency) */
   located: readonly PolicyStage[];
+  /** the operator's self-hosted servers, when GW_DESTINATIONS_FILE names any */
+  destinations?: DestinationRouter;
 }
 
 export const SERVED_BY_PIPELINE: HeaderList = [['x-gw-served-by', 'pipeline']];
@@ -104,6 +106,7 @@ export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: Heade
   const { req, res } = ex;
   const plan = ex.plan as Plan;
   const call = ex.call as NonNullable<Exchange['call']>;
+  if (deps.destinations && deps.providers.servedByDestinations(call.provider)) return dispatchToDestination(deps, deps.destinations, ex, servedBy, body);
   let resolved;
   try {
     const found = resolveCredential(deps.storedKeys, req, call.org.org_id, ex.presented as NonNullable<Exchange['presented']>, call.provider);
@@ -124,10 +127,43 @@ export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: Heade
   };
   const adapter = deps.providers.get(call.provider);
   const authorized = adapter.authorize(unsigned, resolved.credential, location);
-  const request = authorized instanceof Promise ? await authorized : authorized;
+  await send(deps, ex, servedBy, authorized instanceof Promise ? await authorized : authorized);
+  return undefined;
+}
+
+/** relays the signed request and keeps the outcome for accounting */
+async function send(deps: DispatchDeps, ex: Exchange, servedBy: HeaderList, request: UpstreamRequest): Promise<void> {
+  const plan = ex.plan as Plan;
   const gatewayHeaders = plan.replyHeaders ? [...servedBy, ...plan.replyHeaders] : servedBy;
   ex.servedBy = servedBy;
-  ex.outcome = await relay(deps.relay, req, res, adapter, request, { gatewayHeaders, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
+  ex.outcome = await relay(deps.relay, ex.req, ex.res, deps.providers.get((ex.call as NonNullable<Exchange['call']>).provider), request, { gatewayHeaders, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
+}
+
+/**
+ * A call to a self-hosted model: the destinations pick the server (loading
+ * the call's adapter there when needed) and hold its slot until the reply has
+ * ended. No caller credential is needed; the server's own key, if any, rides.
+ * A load the server refuses is answered with the server's reply.
+ */
+async function dispatchToDestination(deps: DispatchDeps, router: DestinationRouter, ex: Exchange, servedBy: HeaderList, body: Buffer): Promise<Answer | undefined> {
+  const plan = ex.plan as Plan;
+  const call = ex.call as NonNullable<Exchange['call']>;
+  const routed = await router.route(call.model);
+  if (routed.kind === 'refused') return { kind: 'answer', status: routed.status, headers: [...routed.headers, ...servedBy], body: routed.body };
+  try {
+    ex.destination = { destination_id: routed.destination_id, model_serving_route: routed.model_serving_route, price: routed.price };
+    const unsigned: UpstreamRequest = {
+      origin: routed.origin,
+      path: typeof plan.path === 'string' ? plan.path : plan.path({}),
+      method: 'POST',
+      headers: plan.headers ? { ...forwardHeaders(ex.req.headers, plan.keepHeaders), ...plan.headers } : forwardHeaders(ex.req.headers, plan.keepHeaders),
+      body,
+    };
+    const authorized = deps.providers.get(call.provider).authorize(unsigned, routed.credential, {});
+    await send(deps, ex, servedBy, authorized instanceof Promise ? await authorized : authorized);
+  } finally {
+    routed.release();
+  }
   return undefined;
 }
 
@@ -165,6 +201,7 @@ export function accountFor(deps: AccountingDeps, ex: Exchange): void {
     provider: call.provider,
     model: call.model,
     caller: ex.caller as NonNullable<Exchange['caller']>,
+    destination: ex.destination,
     outcome,
     latencyMs: ex.req.stages.elapsedMs,
   });

@@ -8,6 +8,8 @@ export interface CatalogModel {
   context_window: number;
   max_output_tokens: number;
   capabilities: Array<'chat' | 'tools' | 'vision' | 'reasoning' | 'responses'>;
+  /** a LoRA adapter's base model: the org may call the adapter when it may call this */
+  base_model?: string;
 }
 
 const m = (
@@ -21,8 +23,8 @@ const m = (
   capabilities: CatalogModel['capabilities'],
 ): CatalogModel => ({ id, provider, price: { input, output, cached_input: cached }, context_window: context, max_output_tokens: maxOut, capabilities });
 
-/** The models the gateway knows by name: who serves them and what they cost. */
-export const CATALOG: readonly CatalogModel[] = [
+/** The models the gateway ships with: who serves them and what they cost. */
+export const SHIPPED_CATALOG: readonly CatalogModel[] = [
   m('gpt-4o', 'openai', 2.5, 10, 1.25, 128_000, 16_384, ['chat', 'tools', 'vision', 'responses']),
   m('gpt-4o-mini', 'openai', 0.15, 0.6, 0.075, 128_000, 16_384, ['chat', 'tools', 'vision', 'responses']),
   m('gpt-4.1', 'openai', 2, 8, 0.5, 1_047_576, 32_768, ['chat', 'tools', 'vision', 'responses']),
@@ -52,8 +54,35 @@ export const CATALOG: readonly CatalogModel[] = [
   m('meta.llama3-3-70b-instruct-v1:0', 'cloudy', 0.72, 0.72, 0, 128_000, 8_192, ['chat']),
 ];
 
-const BY_ID = new Map(CATALOG.map((c) => [c.id, c]));
-const BY_LENGTH = [...CATALOG].sort((a, b) => b.id.length - a.id.length);
+const live: CatalogModel[] = [...SHIPPED_CATALOG];
+/**
+ * The models the gateway knows by name: the shipped ones and those the
+ * operator's self-hosted destinations serve (GW_DESTINATIONS_FILE). It
+ * decides the provider of a bare model name and the cost of every call.
+ */
+export const CATALOG: readonly CatalogModel[] = live;
+let BY_ID = new Map<string, CatalogModel>();
+let BY_LENGTH: CatalogModel[] = [];
+index();
+
+function index(): void {
+  BY_ID = new Map(live.map((c) => [c.id, c]));
+  BY_LENGTH = [...live].sort((a, b) => b.id.length - a.id.length);
+}
+
+/**
+ * Adds `models` to the catalog (an entry of an id already there replaces
+ * it). Runs at start, before any call is served; the catalog is one per process.
+ */
+export function joinCatalog(models: readonly CatalogModel[]): void {
+  const byId = new Map(live.map((c) => [c.id, c]));
+  for (const c of models) byId.set(c.id, c);
+  live.splice(0, live.length, ...byId.values());
+  index();
+}
+
+/** A model id the catalog holds exactly (not a variant of one). */
+export const isCatalogId = (id: string): boolean => BY_ID.has(id);
 
 /**
  * The catalog entry for a model name as callers send it: exact, a dated or
@@ -94,9 +123,9 @@ export function priciestModel(provider: ProviderId): CatalogModel {
   const sameModelsAs = HOSTS_MODELS_OF[provider];
   const pick = (models: readonly CatalogModel[]) =>
     models.reduce<CatalogModel | undefined>((best, m) => (!best || m.price.output > best.price.output || (m.price.output === best.price.output && m.price.input > best.price.input) ? m : best), undefined);
-  const own = CATALOG.filter((m) => m.provider === provider);
-  const same = sameModelsAs === undefined ? [] : CATALOG.filter((m) => m.provider === sameModelsAs);
-  return (pick(own) ?? pick(same) ?? pick(CATALOG)) as CatalogModel;
+  const own = live.filter((m) => m.provider === provider);
+  const same = sameModelsAs === undefined ? [] : live.filter((m) => m.provider === sameModelsAs);
+  return (pick(own) ?? pick(same) ?? pick(live)) as CatalogModel;
 }
 
 /** USD for a call's usage at catalog prices; 0 for a model the catalog does not know. */
@@ -105,4 +134,9 @@ export function costUsd(model: string | undefined, usage: Usage | undefined): nu
   if (!entry || !usage) return 0;
   const uncached = Math.max(0, usage.input_tokens - usage.cached_tokens);
   return (uncached * entry.price.input + usage.cached_tokens * entry.price.cached_input + usage.output_tokens * entry.price.output) / 1e6;
+}
+
+/** USD for a call's usage at a self-hosted destination's own prices (per million tokens; no cache discount). */
+export function costAtPrice(price: { input: number; output: number }, usage: Usage | undefined): number {
+  return usage ? (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1e6 : 0;
 }

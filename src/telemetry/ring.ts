@@ -17,6 +17,10 @@ export interface InspectorRow {
   status: number;
   latency_ms: number;
   prompt_preview: string;
+  /** the self-hosted destination that served the call (null for a vendor) */
+  destination_id: string | null;
+  /** where a self-hosted call was served: `selfhosted:<destination>/<adapter or base model>` (null for a vendor) */
+  model_serving_route: string | null;
 }
 
 /** The last `size` requests of this process, oldest overwritten first. */
