@@ -178,7 +178,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
           metrics,
           startedAt,
           uwsNative: native,
-          listsModel: destinations && ((m) => destinations.lists(m)),
+          listsSelfHosted: destinations && ((m) => destinations.lists(m)),
         },
         settings.GW_METRICS_PUBLIC === '1',
       ),

@@ -15,8 +15,8 @@ export interface HealthSources {
   metrics: Metrics;
   startedAt: number;
   uwsNative: boolean;
-  /** whether /v1/models lists a catalog model (the self-hosted destinations decide theirs); every model when absent */
-  listsModel?(m: CatalogModel): boolean;
+  /** whether /v1/models lists a self-hosted model: the destinations decide (none listed without them) */
+  listsSelfHosted?(m: CatalogModel): boolean;
 }
 
 const surface = SURFACES.public;
@@ -51,7 +51,7 @@ export function publicRoutes(providers: Providers, health: HealthSources, metric
           return origin === undefined || health.origins.reachable(origin);
         };
         const served = new Set(providers.ids().filter(reachable));
-        const listed = health.listsModel ?? (() => true);
+        const listed = (m: CatalogModel) => !providers.servedByDestinations(m.provider) || health.listsSelfHosted?.(m) === true;
         const data = CATALOG.filter((m) => served.has(m.provider) && listed(m)).map((m) => ({ id: m.id, object: 'model', owned_by: m.provider, provider: m.provider }));
         sendJson(res, 200, { object: 'list', data });
       },

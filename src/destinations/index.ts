@@ -76,7 +76,6 @@ const DRAIN_WINDOW_S = 10;
  */
 export class Destinations implements DestinationRouter {
   private readonly all: Destination[];
-  private readonly models = new Set<string>();
   /** calls ended per second of the drain window, and which second each slot counts */
   private readonly drained = new Array<number>(DRAIN_WINDOW_S).fill(0);
   private readonly drainedSecond = new Array<number>(DRAIN_WINDOW_S).fill(-1);
@@ -87,7 +86,6 @@ export class Destinations implements DestinationRouter {
     private readonly clock: () => number = Date.now,
   ) {
     this.all = entries.map((e) => new Destination(e, deps));
-    for (const e of entries) for (const m of [...e.models, ...Object.keys(e.adapters ?? {})]) this.models.add(m);
   }
 
   /** Rebuilds what each destination has loaded from its server's model list (after a gateway restart); an unreachable server starts empty. */
@@ -104,9 +102,8 @@ export class Destinations implements DestinationRouter {
     );
   }
 
-  /** whether /v1/models lists `m`: any model not the destinations', and their base models while a destination holding one is reachable */
+  /** whether /v1/models lists self-hosted model `m`: a base model (never an adapter) while a destination holding it is reachable */
   lists(m: CatalogModel): boolean {
-    if (!this.models.has(m.id)) return true;
     if (m.base_model !== undefined) return false;
     return this.all.some((d) => d.entry.models.includes(m.id) && this.deps.health.reachable(d.entry.origin));
   }
