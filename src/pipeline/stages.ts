@@ -103,7 +103,7 @@ export const SERVED_BY_PIPELINE: HeaderList = [['x-gw-served-by', 'pipeline']];
  * (or, for a direct relay, the body as planned) and keeps the outcome for accounting.
  */
 export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: HeaderList, body: Buffer): Promise<Answer | undefined> {
-  const { req, res } = ex;
+  const { req } = ex;
   const plan = ex.plan as Plan;
   const call = ex.call as NonNullable<Exchange['call']>;
   if (deps.destinations && deps.providers.servedByDestinations(call.provider)) return dispatchToDestination(deps, deps.destinations, ex, servedBy, body);
@@ -117,18 +117,24 @@ export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: Heade
   }
   const location = deps.providers.locate(call.provider, resolved.location, call.location);
   for (const policy of deps.located) policy.located?.(call, location);
-  const headers = plan.headers ? { ...forwardHeaders(req.headers, plan.keepHeaders), ...plan.headers } : forwardHeaders(req.headers, plan.keepHeaders);
   const unsigned: UpstreamRequest = {
     origin: deps.providers.origin(call.provider, location),
     path: typeof plan.path === 'string' ? plan.path : plan.path(location),
     method: 'POST',
-    headers,
+    headers: upstreamHeaders(ex),
     body,
   };
   const adapter = deps.providers.get(call.provider);
   const authorized = adapter.authorize(unsigned, resolved.credential, location);
   await send(deps, ex, servedBy, authorized instanceof Promise ? await authorized : authorized);
   return undefined;
+}
+
+/** the caller's headers that go upstream, under those the vendor's format requires */
+function upstreamHeaders(ex: Exchange): Record<string, string> {
+  const plan = ex.plan as Plan;
+  const forwarded = forwardHeaders(ex.req.headers, plan.keepHeaders);
+  return plan.headers ? { ...forwarded, ...plan.headers } : forwarded;
 }
 
 /** relays the signed request and keeps the outcome for accounting */
@@ -156,7 +162,7 @@ async function dispatchToDestination(deps: DispatchDeps, router: DestinationRout
       origin: routed.origin,
       path: typeof plan.path === 'string' ? plan.path : plan.path({}),
       method: 'POST',
-      headers: plan.headers ? { ...forwardHeaders(ex.req.headers, plan.keepHeaders), ...plan.headers } : forwardHeaders(ex.req.headers, plan.keepHeaders),
+      headers: upstreamHeaders(ex),
       body,
     };
     const authorized = deps.providers.get(call.provider).authorize(unsigned, routed.credential, {});
