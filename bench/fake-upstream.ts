@@ -19,11 +19,22 @@ import { loadUws } from '../src/server/uws.js';
  *   application/vnd.amazon.eventstream frames with valid prelude and message
  *   CRCs (messageStart, contentBlockDelta ×16, contentBlockStop, messageStop,
  *   metadata with usage).
+ * - GET /v1/models: vLLM's list, the base model `bench-base` and the LoRA
+ *   adapter `bench-lora` loaded on it; POST /v1/load_lora_adapter and
+ *   /v1/unload_lora_adapter: vLLM's success line (for the self-hosted scenario).
  * A stream writes one event per event-loop turn, so the events reach the proxy
  * as separate reads, the way a model streams.
  */
 
 export const STREAM_CHUNKS = 20;
+
+const VLLM_MODELS = JSON.stringify({
+  object: 'list',
+  data: [
+    { id: 'bench-base', object: 'model', created: 1_700_000_000, owned_by: 'vllm', root: 'bench-base', parent: null },
+    { id: 'bench-lora', object: 'model', created: 1_700_000_000, owned_by: 'vllm', root: '/adapters/bench', parent: 'bench-base' },
+  ],
+});
 const MESSAGES_TEXT_DELTAS = 15;
 const CONVERSE_TEXT_DELTAS = 16;
 
@@ -171,6 +182,21 @@ function route(app: TemplatedApp): void {
     '/model/:modelId/converse-stream',
     withBody((res, _body, aborted) => writeStream(res, EVENTSTREAM_HEADERS, CONVERSE_STREAM, aborted)),
   );
+  app.get('/v1/models', (res) => {
+    res.cork(() => {
+      res.writeStatus('200 OK').writeHeader('content-type', 'application/json').end(VLLM_MODELS);
+    });
+  });
+  for (const path of ['/v1/load_lora_adapter', '/v1/unload_lora_adapter']) {
+    app.post(
+      path,
+      withBody((res) => {
+        res.cork(() => {
+          res.writeStatus('200 OK').writeHeader('content-type', 'text/plain; charset=utf-8').end('Success: LoRA adapter updated.');
+        });
+      }),
+    );
+  }
   app.any('/*', (res) => {
     res.writeStatus('404 Not Found').writeHeader('content-type', 'application/json').end('{"error":{"message":"not found","type":"invalid_request_error"}}');
   });

@@ -1,11 +1,11 @@
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { STREAM_CHUNKS, STREAM_EVENTS } from './fake-upstream.js';
-import { BENCH_DEV_KEY, type Target } from './targets.js';
+import { BENCH_ADAPTER, BENCH_DEV_KEY, type Target } from './targets.js';
 
 /** One request shape the bench drives at every target, and how to tell its reply is right. */
 export interface Scenario {
-  id: 'json' | 'stream' | 'body32k' | 'messages-stream' | 'converse-stream' | 'execute';
+  id: 'json' | 'stream' | 'body32k' | 'messages-stream' | 'converse-stream' | 'execute' | 'selfhosted-adapter';
   title: string;
   /** the path on the gateway; nginx maps it to the vendor's path the way the gateway does */
   path: string;
@@ -31,6 +31,8 @@ export const bodyFor = (target: Target['id'], scenario: Scenario): string => (ta
 const CHAT_PATH = '/v1/chat/completions';
 /** the developer key on each surface's own carrier, the vendor key passed through on x-gw-provider-key */
 const CHAT_HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${BENCH_DEV_KEY}`, 'x-gw-provider-key': 'sk-bench-upstream' };
+/** a self-hosted destination needs no provider key: only the developer key rides */
+const SELFHOSTED_HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${BENCH_DEV_KEY}` };
 const MESSAGES_HEADERS = { 'content-type': 'application/json', 'x-api-key': BENCH_DEV_KEY, 'anthropic-version': '2023-06-01', 'x-gw-provider-key': 'sk-ant-bench-upstream' };
 const CONVERSE_HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${BENCH_DEV_KEY}`, 'x-gw-provider-key': 'bench-bedrock-api-key' };
 /** as the Bedrock SDK sends it: the model id in the path, percent-encoded (`:` as %3A), not in the body */
@@ -81,6 +83,16 @@ export const SCENARIOS: Scenario[] = [
     upstreamPath: CHAT_PATH,
     headers: CHAT_HEADERS,
     body: SMALL_CHAT,
+    problem: isCompletion,
+  },
+  {
+    // the same call as `json`, to a loaded LoRA adapter on a self-hosted destination: merit order, slot and adapter pin on top of the relay
+    id: 'selfhosted-adapter',
+    title: 'small JSON to a loaded self-hosted LoRA adapter',
+    path: CHAT_PATH,
+    upstreamPath: CHAT_PATH,
+    headers: SELFHOSTED_HEADERS,
+    body: JSON.stringify({ model: BENCH_ADAPTER, messages: [{ role: 'user', content: 'Say hello.' }] }),
     problem: isCompletion,
   },
   {

@@ -25,6 +25,8 @@ async function listening(child: Spawned, port: number): Promise<void> {
 }
 
 /** A fixed, valid developer key (gw_ + 40 base62): the bench's one tenant. */
+/** the LoRA adapter the bench's destinations file names; the fake lists it as loaded, so the gateway adopts it at start and no call loads it */
+export const BENCH_ADAPTER = 'bench-lora';
 export const BENCH_DEV_KEY = `gw_${'BenchKey'.repeat(5)}`;
 
 export async function startUpstream(cpu: string | undefined): Promise<Target> {
@@ -53,6 +55,22 @@ export async function startGatewayProcess(cpu: string | undefined, opts: Gateway
     bootstrap,
     JSON.stringify({ orgs: [{ org_id: 'bench', rps_cap: 1e9 }], dev_keys: [{ org_id: 'bench', dev_key_id: 'dk-bench', api_key: BENCH_DEV_KEY }] }),
   );
+  // one self-hosted destination on the same fake, holding the bench's LoRA adapter (the fake lists it as loaded)
+  const destinations = join(opts.workDir, 'destinations.json');
+  writeFileSync(
+    destinations,
+    JSON.stringify([
+      {
+        id: 'bench-gpu',
+        provider: 'selfhosted',
+        origin: `http://127.0.0.1:${opts.upstreamPort}`,
+        models: ['bench-base'],
+        adapter_memory_mb: 1024,
+        adapters: { [BENCH_ADAPTER]: { base_model: 'bench-base', path: '/adapters/bench', size_mb: 64 } },
+        price: { input: 0.1, output: 0.2 },
+      },
+    ]),
+  );
   const logFile = join(opts.workDir, 'gateway.log');
   const logFd = openSync(logFile, 'a');
   // a clean environment: no GW_ variable of the caller's shell leaks in (a Redis URL would change what is measured)
@@ -68,6 +86,7 @@ export async function startGatewayProcess(cpu: string | undefined, opts: Gateway
     GW_UPSTREAM_OPENAI: `http://127.0.0.1:${opts.upstreamPort}`,
     GW_UPSTREAM_MSGVENDOR: `http://127.0.0.1:${opts.upstreamPort}`,
     GW_UPSTREAM_CLOUDY: `http://127.0.0.1:${opts.upstreamPort}`,
+    GW_DESTINATIONS_FILE: destinations,
     GW_LOG_LEVEL: 'info',
     GW_DEFAULT_RPS_CAP: '1000000000',
   };

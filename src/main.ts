@@ -17,6 +17,9 @@ import { Scorecards } from './lifecycle/scorecards.js';
 import { BreakerSweep, SOLE_PROCESS } from './lifecycle/sweep.js';
 import { Pipeline } from './pipeline/index.js';
 import { installCatalogFile } from './providers/catalog-file.js';
+import { Destinations } from './destinations/index.js';
+import { destinationModels, readDestinationsFile } from './destinations/file.js';
+import { joinCatalog } from './providers/catalog.js';
 import { Providers, type OriginOverrides } from './providers/index.js';
 import { createFront } from './server/front.js';
 import { startMetricsApp } from './server/metrics-app.js';
@@ -129,6 +132,9 @@ function originOverrides(s: Settings): OriginOverrides {
 export async function startGateway(settings: Settings, opts: StartOptions = {}): Promise<RunningGateway> {
   // the catalog prices every call: a bad file stops the start, naming each bad entry
   installCatalogFile(settings.GW_CATALOG_FILE);
+  // a bad destinations file stops the start, naming each bad entry
+  const destinationEntries = settings.GW_DESTINATIONS_FILE ? readDestinationsFile(settings.GW_DESTINATIONS_FILE) : [];
+  joinCatalog(destinationModels(destinationEntries));
   const logging = createLogging(settings.GW_LOG_LEVEL, opts.logDestination);
   const log = logging.log;
   const { uws, native } = loadUws(settings.GW_ALLOW_UWS_FALLBACK === '1');
@@ -160,6 +166,9 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       releases.push(() => telemetry.reader.close());
     }
     const originHealth = new OriginHealth();
+    const destinations =
+      destinationEntries.length === 0 ? undefined : new Destinations(destinationEntries, { upstream, health: originHealth, metrics, log, defaultMaxInflight: settings.GW_UPSTREAM_MAX_INFLIGHT });
+    await destinations?.start();
     const meter = openMeter(settings);
     await meter.start();
     releases.push(() => meter.close());
@@ -207,6 +216,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       storedKeys: vendorKeys,
       admission,
       metering,
+      destinations,
     });
 
     const levers = leverReport({
@@ -232,6 +242,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
           metrics,
           startedAt,
           uwsNative: native,
+          listsSelfHosted: destinations && ((m) => destinations.lists(m)),
         },
         settings.GW_METRICS_PUBLIC === '1',
       ),

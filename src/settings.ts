@@ -1,7 +1,7 @@
 import { cpus } from 'node:os';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
-import { PROVIDER_IDS, type ProviderId } from './providers/types.js';
+import { PROVIDER_IDS, type VendorId } from './providers/types.js';
 
 /**
  * Every GW_ deployment setting in one schema. Environment values are strings;
@@ -19,11 +19,11 @@ const Origin = (description: string) =>
   Type.Optional(Type.String({ pattern: '^https?://[^/?#\\s]+$', description }));
 
 /** GW_UPSTREAM_<PROVIDER>: one per provider in the provider list, so a new provider brings its own */
-export const upstreamSetting = <P extends ProviderId>(provider: P) => `GW_UPSTREAM_${provider.toUpperCase() as Uppercase<P>}` as const;
+export const upstreamSetting = <P extends VendorId>(provider: P) => `GW_UPSTREAM_${provider.toUpperCase() as Uppercase<P>}` as const;
 
 function upstreamOverrideSettings() {
   const entries = PROVIDER_IDS.map((p) => [upstreamSetting(p), Origin(`origin override for ${p}: replaces its origin for every region, resource or project`)]);
-  return Object.fromEntries(entries) as Record<ReturnType<typeof upstreamSetting<ProviderId>>, ReturnType<typeof Origin>>;
+  return Object.fromEntries(entries) as Record<ReturnType<typeof upstreamSetting<VendorId>>, ReturnType<typeof Origin>>;
 }
 
 export const SettingsSchema = Type.Object({
@@ -46,6 +46,8 @@ export const SettingsSchema = Type.Object({
   GW_BOOTSTRAP: Type.Optional(Type.String({ minLength: 1 })),
   GW_CATALOG_FILE: Type.Optional(Type.String({ minLength: 1, description: 'JSON file of model prices that override or add to the shipped catalog (docs/operations.md, Model prices)' })),
   ...upstreamOverrideSettings(),
+  GW_DESTINATIONS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'JSON file of self-hosted model servers (OpenAI-compatible, e.g. vLLM) with their models, LoRA adapters and prices (docs/operations.md, Self-hosted destinations)' })),
+  GW_UPSTREAM_MAX_INFLIGHT: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 256, description: 'requests in flight per self-hosted destination whose entry sets no max_inflight; all destinations of a call full is 503 overloaded' }),
   GW_UPSTREAM_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 65536, default: 256, description: 'max sockets per upstream origin' }),
   GW_LOG_LEVEL: Type.Union(
     [Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')],

@@ -1,5 +1,5 @@
 import type { Route } from '../http/types.js';
-import { CATALOG } from '../providers/catalog.js';
+import { CATALOG, type CatalogModel } from '../providers/catalog.js';
 import type { Providers } from '../providers/index.js';
 import { SURFACES } from '../surfaces/index.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -43,6 +43,8 @@ export interface HealthSources {
   metrics: Metrics;
   startedAt: number;
   uwsNative: boolean;
+  /** whether /v1/models lists a self-hosted model: the destinations decide (none listed without them) */
+  listsSelfHosted?(m: CatalogModel): boolean;
 }
 
 const surface = SURFACES.public;
@@ -77,7 +79,8 @@ export function publicRoutes(providers: Providers, health: HealthSources, metric
           return origin === undefined || health.origins.reachable(origin);
         };
         const served = new Set(providers.ids().filter(reachable));
-        const data = CATALOG.filter((m) => served.has(m.provider)).map((m) => ({ id: m.id, object: 'model', owned_by: m.provider, provider: m.provider }));
+        const listed = (m: CatalogModel) => !providers.servedByDestinations(m.provider) || health.listsSelfHosted?.(m) === true;
+        const data = CATALOG.filter((m) => served.has(m.provider) && listed(m)).map((m) => ({ id: m.id, object: 'model', owned_by: m.provider, provider: m.provider }));
         sendJson(res, 200, { object: 'list', data });
       },
     },

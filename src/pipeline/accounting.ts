@@ -1,10 +1,11 @@
 import type { GatewayRequest, ResponseMeta } from '../http/types.js';
-import { costUsd, pricedModel } from '../providers/catalog.js';
+import { costAtPrice, costUsd, pricedModel } from '../providers/catalog.js';
 import type { ProviderId } from '../providers/types.js';
 import { countedUsage } from '../providers/usage/streamed-text.js';
 import { bodyDigest } from '../telemetry/retry.js';
 import type { RowSink } from '../telemetry/row-sink.js';
 import type { Caller } from '../tenancy/types.js';
+import type { ServedBy } from './types.js';
 import type { RelayOutcome } from './relay.js';
 
 export interface CallRecord {
@@ -13,6 +14,8 @@ export interface CallRecord {
   provider: ProviderId;
   model: string | undefined;
   caller: Caller;
+  /** the self-hosted destination that served it, priced at its own rates */
+  destination?: ServedBy | undefined;
   outcome: RelayOutcome;
   latencyMs: number;
   /** the body sent upstream: a stream that reports no usage has its prompt counted from it */
@@ -38,7 +41,7 @@ export function account(rows: RowSink, rec: CallRecord): number | undefined {
   const { status } = outcome;
   // the tokenizer runs here only, once, for a stream that ended without usage
   const usage = outcome.usage ?? (outcome.streamedText && countedUsage(outcome.streamedText, rec.requestBody));
-  const cost = costUsd(pricedModel(rec.model, usage), usage, rec.provider);
+  const cost = rec.destination ? costAtPrice(rec.destination.price, usage) : costUsd(pricedModel(rec.model, usage), usage, rec.provider);
   const billedUnseen = outcome.dispatched && usage === undefined && ((status >= 200 && status < 300) || status === 499);
   rows.finished(
     {
@@ -68,6 +71,7 @@ export function account(rows: RowSink, rec: CallRecord): number | undefined {
       budget: null,
       rateLimit: null,
       lines: rec.req.logLines,
+      destination: rec.destination,
     },
     rec.answer,
   );

@@ -2,7 +2,7 @@ import type { Presented } from '../http/credentials.js';
 import type { GatewayRequest, ResponseSink, Surface } from '../http/types.js';
 import type { Caller } from '../tenancy/types.js';
 import type { RelayOutcome } from './relay.js';
-import { ADMITTED, type Admission, type Call, type Plan, type RequestFacts, type RouteRow, type StageName } from './types.js';
+import { ADMITTED, type Admission, type Call, type Plan, type RequestFacts, type RouteRow, type ServedBy, type StageName } from './types.js';
 
 /** One request's way through the stages: what each stage learnt, in one object per request. */
 export class Exchange implements RequestFacts {
@@ -23,6 +23,8 @@ export class Exchange implements RequestFacts {
   credentialSource: 'pass_through' | 'stored' | undefined;
   /** set when the call was relayed directly because a stage of the gateway failed: the row's error_detail */
   failOpenReason: string | undefined;
+  /** the self-hosted destination that served the call, if one did */
+  destination: ServedBy | undefined;
   /** what admission and metering reserved, settled at accounting (undefined: nothing to settle) */
   private held: Admission[] | undefined;
 

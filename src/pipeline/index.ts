@@ -11,7 +11,7 @@ import { Exchange } from './exchange.js';
 import type { RelayDeps, RelayLimits } from './relay.js';
 import { runStages } from './runner.js';
 import { accountFor, authenticateStage, dispatch, dispatchStage, planStage, PolicyList, sendAnswer, skillsStage, tryCandidate, type AccountingDeps, type DispatchDeps } from './stages.js';
-import { NO_SKILLS, type Candidate, type PolicyStage, type RouteRow, type RowSink, type SkillsStage, type Stage, type Verdict } from './types.js';
+import { NO_SKILLS, type Candidate, type DestinationRouter, type PolicyStage, type RouteRow, type RowSink, type SkillsStage, type Stage, type Verdict } from './types.js';
 
 export interface PipelineDeps {
   directory: Directory;
@@ -30,6 +30,8 @@ export interface PipelineDeps {
   skills?: SkillsStage;
   /** where accounting writes each finished request's row */
   rows: RowSink;
+  /** the operator's self-hosted model servers (GW_DESTINATIONS_FILE), if any */
+  destinations?: DestinationRouter;
 }
 
 const SERVED_DIRECTLY: HeaderList = [
@@ -69,7 +71,7 @@ export class Pipeline {
 
   constructor(private readonly deps: PipelineDeps) {
     const relayDeps: RelayDeps = { upstream: deps.upstream, metrics: deps.metrics, limits: deps.limits, health: deps.health };
-    this.dispatchDeps = { providers: deps.providers, storedKeys: deps.storedKeys, relay: relayDeps, located: [...deps.admission, ...deps.metering].filter((p) => p.located) };
+    this.dispatchDeps = { providers: deps.providers, storedKeys: deps.storedKeys, relay: relayDeps, located: [...deps.admission, ...deps.metering].filter((p) => p.located), destinations: deps.destinations };
     this.accounting = { rows: deps.rows, metrics: deps.metrics };
     this.stages = [
       authenticateStage(deps.directory),

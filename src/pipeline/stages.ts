@@ -12,7 +12,7 @@ import type { Exchange } from './exchange.js';
 import { forwardHeaders } from './forward-headers.js';
 import { FallbackSink } from './fallback.js';
 import { relay, type RelayDeps, type RelayOutcome } from './relay.js';
-import { CONTINUE, type Answer, type Call, type Candidate, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
+import { CONTINUE, type Answer, type Call, type Candidate, type DestinationRouter, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
 
 export const authenticateStage = (directory: Directory): Stage<Exchange> => ({
   name: 'authenticate',
@@ -113,6 +113,8 @@ export interface DispatchDeps {
   relay: RelayDeps;
   /** every policy with a check of the resolved location (residency) */
   located: readonly PolicyStage[];
+  /** the operator's self-hosted servers, when GW_DESTINATIONS_FILE names any */
+  destinations?: DestinationRouter;
 }
 
 export const SERVED_BY_PIPELINE: HeaderList = [['x-gw-served-by', 'pipeline']];
@@ -127,6 +129,7 @@ export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: Heade
   const { req } = ex;
   const plan = ex.plan as Plan;
   const call = ex.call as NonNullable<Exchange['call']>;
+  if (deps.destinations && deps.providers.servedByDestinations(call.provider)) return dispatchToDestination(deps, deps.destinations, ex, servedBy, body, mayFallBack);
   let resolved;
   try {
     const found = resolveCredential(deps.storedKeys, req, call.org.org_id, plan.presented ?? (ex.presented as NonNullable<Exchange['presented']>), call.provider);
@@ -138,22 +141,62 @@ export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: Heade
   ex.credentialSource = resolved.credential.source;
   const location = deps.providers.locate(call.provider, resolved.location, call.location);
   for (const policy of deps.located) policy.located?.(call, location);
-  const headers = plan.headers ? { ...forwardHeaders(req.headers, plan.keepHeaders), ...plan.headers } : forwardHeaders(req.headers, plan.keepHeaders);
   const unsigned: UpstreamRequest = {
     origin: deps.providers.origin(call.provider, location),
     path: typeof plan.path === 'string' ? plan.path : plan.path(location),
     method: 'POST',
-    headers,
+    headers: upstreamHeaders(ex),
     body,
   };
   const adapter = deps.providers.get(call.provider);
   const authorized = adapter.authorize(unsigned, resolved.credential, location);
-  const request = authorized instanceof Promise ? await authorized : authorized;
+  await send(deps, ex, servedBy, authorized instanceof Promise ? await authorized : authorized, mayFallBack);
+  return undefined;
+}
+
+/** the caller's headers that go upstream, under those the vendor's format requires */
+function upstreamHeaders(ex: Exchange): Record<string, string> {
+  const plan = ex.plan as Plan;
+  const forwarded = forwardHeaders(ex.req.headers, plan.keepHeaders);
+  return plan.headers ? { ...forwarded, ...plan.headers } : forwarded;
+}
+
+/** relays the signed request and keeps the outcome for accounting; a failure before any byte is held back while a fallback remains */
+async function send(deps: DispatchDeps, ex: Exchange, servedBy: HeaderList, request: UpstreamRequest, mayFallBack: boolean): Promise<void> {
+  const plan = ex.plan as Plan;
   const gatewayHeaders = plan.replyHeaders ? [...servedBy, ...plan.replyHeaders] : servedBy;
   ex.servedBy = servedBy.find(([name]) => name === 'x-gw-served-by')?.[1];
   const sink = mayFallBack && plan.fallbacks?.length ? new FallbackSink(ex.res) : ex.res;
-  ex.outcome = await relay(deps.relay, req, sink, adapter, request, { gatewayHeaders, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
+  const adapter = deps.providers.get((ex.call as NonNullable<Exchange['call']>).provider);
+  ex.outcome = await relay(deps.relay, ex.req, sink, adapter, request, { gatewayHeaders, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
   if (sink instanceof FallbackSink) ex.heldBack = sink.heldBack;
+}
+
+/**
+ * A call to a self-hosted model: the destinations pick the server (loading
+ * the call's adapter there when needed) and hold its slot until the reply has
+ * ended. No caller credential is needed; the server's own key, if any, rides.
+ * A load the server refuses is answered with the server's reply.
+ */
+async function dispatchToDestination(deps: DispatchDeps, router: DestinationRouter, ex: Exchange, servedBy: HeaderList, body: Buffer, mayFallBack: boolean): Promise<Answer | undefined> {
+  const plan = ex.plan as Plan;
+  const call = ex.call as NonNullable<Exchange['call']>;
+  const routed = await router.route(call.model);
+  if (routed.kind === 'refused') return { kind: 'answer', status: routed.status, headers: [...routed.headers, ...servedBy], body: routed.body };
+  try {
+    ex.destination = { destination_id: routed.destination_id, model_serving_route: routed.model_serving_route, price: routed.price };
+    const unsigned: UpstreamRequest = {
+      origin: routed.origin,
+      path: typeof plan.path === 'string' ? plan.path : plan.path({}),
+      method: 'POST',
+      headers: upstreamHeaders(ex),
+      body,
+    };
+    const authorized = deps.providers.get(call.provider).authorize(unsigned, routed.credential, {});
+    await send(deps, ex, servedBy, authorized instanceof Promise ? await authorized : authorized, mayFallBack);
+  } finally {
+    routed.release();
+  }
   return undefined;
 }
 
@@ -191,6 +234,7 @@ export function accountFor(deps: AccountingDeps, ex: Exchange): void {
     provider: call.provider,
     model: call.model,
     caller: ex.caller as NonNullable<Exchange['caller']>,
+    destination: ex.destination,
     outcome,
     latencyMs: ex.req.stages.elapsedMs,
     requestBody: call.body,

@@ -7,7 +7,7 @@ import type { GatewayError } from '../errors.js';
 import type { GatewayRequest, HeaderList, ResponseSink, Surface } from '../http/types.js';
 import type { Location } from '../providers/adapter.js';
 import type { Providers } from '../providers/index.js';
-import type { ProviderId } from '../providers/types.js';
+import type { ProviderCredential, ProviderId } from '../providers/types.js';
 import type { Presented } from '../http/credentials.js';
 import type { Caller } from '../tenancy/types.js';
 import type { ReplyTransform } from '../translate/types.js';
@@ -108,6 +108,41 @@ export type { RowSink } from '../telemetry/row-sink.js';
 export interface RequestFacts {
   /** x-gw-served-by of the reply: `pipeline`, or `direct_passthrough` when the gateway's own stages failed open; undefined before dispatch */
   readonly servedBy: string | undefined;
+}
+
+/** Where a call to a self-hosted model went: the row names it. */
+export interface ServedBy {
+  destination_id: string;
+  /** `selfhosted:<destination>/<adapter or base model>` */
+  model_serving_route: string;
+  /** the destination's own prices, per million tokens */
+  price: { input: number; output: number };
+}
+
+/** A destination chosen for a call, its slot (and adapter) held until `release`. */
+export interface RoutedCall extends ServedBy {
+  readonly kind: 'routed';
+  origin: string;
+  credential: ProviderCredential;
+  release(): void;
+}
+
+/** The model server refused to load the call's adapter: its answer is relayed as it is. */
+export interface RefusedByServer {
+  readonly kind: 'refused';
+  status: number;
+  headers: HeaderList;
+  body: Buffer;
+}
+
+/**
+ * The operator's own model servers (src/destinations/): picks the
+ * destination of a call to a self-hosted model, in merit order, loading its
+ * adapter there when needed. Refuses with 507 adapter_unavailable or a
+ * dispatch-side 503 overloaded.
+ */
+export interface DestinationRouter {
+  route(model: string | undefined): Promise<RoutedCall | RefusedByServer>;
 }
 
 /** What a route's planner is given. */

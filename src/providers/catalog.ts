@@ -8,6 +8,8 @@ export interface CatalogModel {
   context_window: number;
   max_output_tokens: number;
   capabilities: Array<'chat' | 'tools' | 'vision' | 'reasoning' | 'responses'>;
+  /** a LoRA adapter's base model: the org may call the adapter when it may call this */
+  base_model?: string;
 }
 
 const m = (
@@ -59,7 +61,8 @@ export const SHIPPED_CATALOG: readonly CatalogModel[] = [
 const live: CatalogModel[] = [...SHIPPED_CATALOG];
 /**
  * The models the gateway knows by name: the shipped ones with the operator's
- * catalog file applied (GW_CATALOG_FILE). It decides the provider of a bare
+ * catalog file applied (GW_CATALOG_FILE), and those the operator's self-hosted
+ * destinations serve (GW_DESTINATIONS_FILE). It decides the provider of a bare
  * model name and the cost of every call.
  */
 export const CATALOG: readonly CatalogModel[] = live;
@@ -80,6 +83,18 @@ function index(): void {
 export function applyOperatorCatalog(operator: readonly CatalogModel[]): void {
   const byId = new Map(SHIPPED_CATALOG.map((c) => [c.id, c]));
   for (const c of operator) byId.set(c.id, c);
+  live.splice(0, live.length, ...byId.values());
+  index();
+}
+
+/**
+ * Adds `models` to the catalog (an entry of an id already there replaces it):
+ * the self-hosted destinations' models, joined after the operator's catalog
+ * file is applied. Runs at start, before any call is served.
+ */
+export function joinCatalog(models: readonly CatalogModel[]): void {
+  const byId = new Map(live.map((c) => [c.id, c]));
+  for (const c of models) byId.set(c.id, c);
   live.splice(0, live.length, ...byId.values());
   index();
 }
@@ -143,4 +158,9 @@ export function costUsd(model: string | undefined, usage: Usage | undefined, pro
   const written = usage.cache_write_tokens ?? 0;
   const plain = Math.max(0, usage.input_tokens - usage.cached_tokens - written);
   return (plain * price.input + usage.cached_tokens * price.cached_input + written * price.cache_write + usage.output_tokens * price.output) / 1e6;
+}
+
+/** USD for a call's usage at a self-hosted destination's own prices (per million tokens; no cache discount). */
+export function costAtPrice(price: { input: number; output: number }, usage: Usage | undefined): number {
+  return usage ? (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1e6 : 0;
 }

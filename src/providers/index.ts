@@ -6,6 +6,7 @@ import { genvendor } from './genvendor.js';
 import { genvendorVertex } from './genvendor-vertex.js';
 import { msgvendor } from './msgvendor.js';
 import { openai } from './openai.js';
+import { selfhosted } from './selfhosted.js';
 import { PROVIDER_IDS, type ProviderId } from './types.js';
 
 /** THE provider table: one adapter per vendor. */
@@ -16,6 +17,7 @@ const ADAPTERS: Record<ProviderId, ProviderAdapter> = {
   cloudy,
   cloudx,
   msgvendor,
+  selfhosted,
 };
 
 /** The adapter of a provider in the table. */
@@ -94,6 +96,11 @@ export class Providers {
     } catch {
       return undefined;
     }
+  }
+
+  /** true for the operator's own model servers: the destinations file, not a vendor origin, says where their calls go */
+  servedByDestinations(id: ProviderId): boolean {
+    return id === 'selfhosted';
   }
 
   isOverridden(id: ProviderId): boolean {

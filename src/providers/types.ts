@@ -1,6 +1,9 @@
-export type ProviderId = 'openai' | 'cloudx' | 'msgvendor' | 'genvendor' | 'genvendor_vertex' | 'cloudy';
+/** The vendors: a public origin each, reached with the caller's or a stored credential. */
+export type VendorId = 'openai' | 'cloudx' | 'msgvendor' | 'genvendor' | 'genvendor_vertex' | 'cloudy';
+/** Every provider: the vendors and `selfhosted`, the operator's own model servers (GW_DESTINATIONS_FILE). */
+export type ProviderId = VendorId | 'selfhosted';
 
-export const PROVIDER_IDS: readonly ProviderId[] = ['openai', 'cloudx', 'msgvendor', 'genvendor', 'genvendor_vertex', 'cloudy'];
+export const PROVIDER_IDS: readonly VendorId[] = ['openai', 'cloudx', 'msgvendor', 'genvendor', 'genvendor_vertex', 'cloudy'];
 
 export interface Usage {
   /** the whole prompt: plain, read from the vendor's cache, and written to it */

@@ -37,8 +37,8 @@ export const asApiKey = (presented: Presented): Presented => (presented.vendorCa
 
 /**
  * POST /v1/chat/completions. The catalog names the model's provider (a name
- * it does not know, such as a fine-tune, is openai's). For openai the body
- * goes upstream as received; for another vendor it is translated to that
+ * it does not know, such as a fine-tune, is openai's). For openai and the
+ * operator's self-hosted servers the body goes upstream as received; for another vendor it is translated to that
  * vendor's format and the reply, streamed or whole, translated back.
  */
 const plan: Planner = (req, { providers, presented }) => {
@@ -49,7 +49,8 @@ const plan: Planner = (req, { providers, presented }) => {
   if (typeof model !== 'string' || model === '') throw new GatewayError('request_error', 'model: required string', { fields: { field: 'model' } });
   const entry = lookupModel(model);
   const translate = translatorFor(model);
-  if (!body || !translate || !entry) return { ...providers.target('openai', CHAT, req.headers), model, body: req.body };
+  // untranslated: OpenAI's models, names the catalog does not know, and self-hosted models (the same wire format)
+  if (!body || !translate || !entry) return { ...providers.target(entry?.provider ?? 'openai', CHAT, req.headers), model, body: req.body };
   const chat = body as ChatRequest;
   const call = translate(chat, replyContext(req, chat), entry);
   return { ...providers.target(entry.provider, call.operation, req.headers), model, body: call.body, headers: call.headers, reply: call.reply, presented: asApiKey(presented) };

@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { HotCounter, HotHistogram } from './hot-metrics.js';
 import type { Usage } from '../providers/types.js';
 import type { RequestRow, SkillOutcome } from './row.js';
@@ -199,6 +199,25 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
         m.cacheShadowCompared.inc({ matched: String(matched) });
       },
     },
+    adapterLoads: new Counter({
+      name: 'gw_adapter_loads_total',
+      help: 'LoRA adapter loads the gateway asked of self-hosted destinations, by destination and result (ok, refused, failed)',
+      labelNames: ['destination', 'result'] as const,
+      registers: [registry],
+    }),
+    adapterEvictions: new Counter({
+      name: 'gw_adapter_evictions_total',
+      help: 'LoRA adapters unloaded to make room for another, by destination',
+      labelNames: ['destination'] as const,
+      registers: [registry],
+    }),
+    adapterLoadSeconds: new Histogram({
+      name: 'gw_adapter_load_seconds',
+      help: 'Time a LoRA adapter load took, evictions before it included, by destination',
+      labelNames: ['destination'] as const,
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      registers: [registry],
+    }),
     /** a finished call's usage and its catalog price (labels stay bounded: provider, never model) */
     recordUsage(provider: string, usage: Usage | undefined, costUsd: number) {
       if (usage) {

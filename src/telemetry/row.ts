@@ -55,6 +55,8 @@ export interface FinishedRequest {
   rateLimit: { remaining: number } | null;
   /** the request's own log lines, kept with its ring entry */
   lines: RequestLines | undefined;
+  /** the self-hosted destination that served the call (absent for a vendor) */
+  destination?: { destination_id: string; model_serving_route: string } | undefined;
 }
 
 /** The durable row: every column the durable list, the single read and usage answer from. */
@@ -199,8 +201,8 @@ export function buildRecord(f: FinishedRequest, retry: boolean, now: number): { 
     optimization_state: optimizationState(f.skills),
     status: f.status,
     cache_tier: null,
-    destination_id: null,
-    model_serving_route: 'vendor',
+    destination_id: f.destination?.destination_id ?? null,
+    model_serving_route: f.destination?.model_serving_route ?? 'vendor',
     egress_mode: f.credentialSource ?? null,
     error_detail: f.failOpenReason ?? f.errorDetail ?? null,
     tokens_in: f.usage?.input_tokens ?? 0,

@@ -45,8 +45,10 @@ export class ModelAccess {
     if (model === undefined) return;
     const allowed = this.allowedFor(orgId);
     if (allowed === null || allowed.has(model)) return;
-    const id = lookupModel(model)?.id;
-    if (id !== undefined && allowed.has(id)) return;
+    const entry = lookupModel(model);
+    if (entry !== undefined && allowed.has(entry.id)) return;
+    // a LoRA adapter is allowed with its base model
+    if (entry?.base_model !== undefined && allowed.has(entry.base_model)) return;
     throw new GatewayError('model_not_in_scope', `model ${model} is not enabled for org ${orgId}; enable it with /api/v1/model_access/update`);
   }
 

@@ -7,7 +7,7 @@ describe('model catalog', () => {
   it('entries are unique, priced and owned by a known provider', () => {
     assert.equal(new Set(CATALOG.map((m) => m.id)).size, CATALOG.length);
     for (const m of CATALOG) {
-      assert.ok(PROVIDER_IDS.includes(m.provider), m.id);
+      assert.ok((PROVIDER_IDS as readonly string[]).includes(m.provider), m.id);
       for (const p of Object.values(m.price)) assert.ok(p >= 0 && Number.isFinite(p), m.id);
       assert.ok(m.context_window > 0, m.id);
     }

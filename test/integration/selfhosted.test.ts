@@ -1,0 +1,262 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { startFakeVllm, type FakeVllm } from '../fakes/vllm.js';
+import { call, type Answer } from '../helpers/api.js';
+import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { eventually, freePort } from '../helpers/wait.js';
+
+const { bootstrap, devKey } = oneTenant('selfhost');
+const BASE = 'llama-base';
+const chat = (gw: TestGateway, model: string, extra: Record<string, unknown> = {}) =>
+  call(gw, '/v1/chat/completions', { key: devKey, body: { model, messages: [{ role: 'user', content: 'hi' }], ...extra } });
+
+async function destinationsFile(entries: unknown[]): Promise<string> {
+  const file = join(await mkdtemp(join(tmpdir(), 'gw-dest-')), 'destinations.json');
+  await writeFile(file, JSON.stringify(entries));
+  return file;
+}
+
+const adapter = (path: string, size_mb = 1) => ({ base_model: BASE, path, size_mb });
+const loadsOf = (fake: FakeVllm) => fake.calls('/v1/load_lora_adapter').map((r) => (JSON.parse(r.body.toString()) as { lora_name: string }).lora_name);
+const unloadsOf = (fake: FakeVllm) => fake.calls('/v1/unload_lora_adapter').map((r) => (JSON.parse(r.body.toString()) as { lora_name: string }).lora_name);
+const errorOf = (a: Answer) => a.json['error'] as Record<string, unknown>;
+
+async function inFlight(gw: TestGateway): Promise<number> {
+  const health = await call(gw, '/healthz');
+  return (health.json['overload'] as { in_flight: number }).in_flight;
+}
+
+describe('self-hosted destination with LoRA adapters', () => {
+  let fake: FakeVllm;
+  let gw: TestGateway;
+  before(async () => {
+    fake = await startFakeVllm({ models: [BASE], memoryMb: 2, apiKey: 'server-key' });
+    const file = await destinationsFile([
+      {
+        id: 'gpu1',
+        provider: 'selfhosted',
+        origin: fake.origin,
+        models: [BASE],
+        adapter_memory_mb: 2,
+        api_key: 'server-key',
+        price: { input: 1, output: 2 },
+        adapters: {
+          sql: adapter('/adapters/sql'),
+          chat: adapter('/adapters/chat'),
+          summarize: adapter('/adapters/summarize'),
+          translate: adapter('/adapters/translate'),
+          huge: adapter('/adapters/huge', 5),
+          broken: adapter('/adapters/missing-one'),
+        },
+      },
+    ]);
+    gw = await startTestGateway({ bootstrap, env: { GW_DESTINATIONS_FILE: file } });
+  });
+  after(async () => {
+    fake.release();
+    fake.releaseLoads();
+    await gw?.close();
+    await fake?.close();
+  });
+
+  it('loads an adapter on its first call, with the server key and no caller credential, and not again', async () => {
+    const first = await chat(gw, 'sql');
+    assert.equal(first.status, 200, JSON.stringify(first.json));
+    assert.equal(first.json['model'], 'sql');
+    assert.deepEqual(loadsOf(fake), ['sql']);
+    const load = fake.calls('/v1/load_lora_adapter')[0];
+    assert.deepEqual(JSON.parse(String(load?.body)), { lora_name: 'sql', lora_path: '/adapters/sql' });
+    assert.equal(load?.headers['authorization'], 'Bearer server-key');
+    const second = await chat(gw, 'sql');
+    assert.equal(second.status, 200);
+    assert.deepEqual(loadsOf(fake), ['sql']);
+    const sent = fake.calls('/v1/chat/completions').at(-1);
+    assert.equal((JSON.parse(String(sent?.body)) as { model: string }).model, 'sql');
+    assert.equal(sent?.headers['authorization'], 'Bearer server-key');
+  });
+
+  it('evicts the least recently used adapter to stay within the adapter memory', async () => {
+    assert.equal((await chat(gw, 'chat')).status, 200); // loaded: sql, chat
+    assert.equal((await chat(gw, 'sql')).status, 200); // sql is now the most recent
+    assert.equal((await chat(gw, 'summarize')).status, 200);
+    assert.deepEqual(unloadsOf(fake), ['chat']);
+    assert.deepEqual([...fake.loaded.keys()].sort(), ['sql', 'summarize']);
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    assert.match(metrics, /gw_adapter_evictions_total\{destination="gpu1"\} 1/);
+    assert.match(metrics, /gw_adapter_loads_total\{destination="gpu1",result="ok"\} 3/);
+    assert.match(metrics, /gw_adapter_load_seconds_count\{destination="gpu1"\} 3/);
+  });
+
+  it('never evicts an adapter with a call in flight, even the least recently used', async () => {
+    fake.hold('sql');
+    const slow = chat(gw, 'sql');
+    await eventually(() => fake.held === 1, 'the sql call held at the server');
+    assert.equal((await chat(gw, 'summarize')).status, 200); // summarize is the most recent; sql, in flight, the least
+    const unloadsBefore = unloadsOf(fake).length;
+    assert.equal((await chat(gw, 'chat')).status, 200);
+    assert.deepEqual(unloadsOf(fake).slice(unloadsBefore), ['summarize']);
+    assert.ok(fake.loaded.has('sql'));
+    fake.release();
+    assert.equal((await slow).status, 200);
+  });
+
+  it('answers 503 overloaded without x-gw-error when every adapter that would have to go is in use', async () => {
+    fake.hold('sql');
+    const slowSql = chat(gw, 'sql');
+    await eventually(() => fake.held === 1, 'the sql call held');
+    fake.hold('chat');
+    const slowChat = chat(gw, 'chat');
+    await eventually(() => fake.held === 1, 'the chat call held');
+    const shed = await chat(gw, 'translate');
+    assert.equal(shed.status, 503);
+    assert.equal(errorOf(shed)['type'], 'overloaded');
+    assert.equal(shed.headers.get('x-gw-error'), null);
+    const retry = Number(shed.headers.get('retry-after'));
+    assert.ok(retry >= 1 && retry <= 30, `retry-after ${retry}`);
+    fake.release();
+    assert.equal((await slowChat).status, 200);
+    assert.equal((await slowSql).status, 200);
+  });
+
+  it('loads an adapter once for concurrent first calls', async () => {
+    fake.holdLoads();
+    const before = await inFlight(gw);
+    const calls = Array.from({ length: 5 }, () => chat(gw, 'translate'));
+    await eventually(() => fake.heldLoads === 1, 'the translate load held at the server');
+    await eventually(async () => (await inFlight(gw)) >= before + 5, 'all five calls in flight');
+    fake.releaseLoads();
+    const answers = await Promise.all(calls);
+    assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200]);
+    assert.equal(loadsOf(fake).filter((n) => n === 'translate').length, 1);
+  });
+
+  it('answers 507 adapter_unavailable for an adapter larger than the adapter memory, sending nothing', async () => {
+    const received = fake.received.length;
+    const loaded = [...fake.loaded.keys()];
+    const answer = await chat(gw, 'huge');
+    assert.equal(answer.status, 507);
+    assert.equal(errorOf(answer)['type'], 'adapter_unavailable');
+    assert.equal(errorOf(answer)['code'], 507);
+    assert.equal(answer.headers.get('x-gw-error'), 'adapter_unavailable');
+    assert.equal(fake.received.length, received);
+    assert.deepEqual([...fake.loaded.keys()], loaded);
+  });
+
+  it("relays a load the server refuses as the server's error", async () => {
+    const answer = await chat(gw, 'broken');
+    assert.equal(answer.status, 404);
+    assert.equal(answer.json['object'], 'error');
+    assert.equal(answer.json['type'], 'NotFoundError');
+    assert.match(String(answer.json['message']), /No adapter found/);
+    assert.equal(answer.headers.get('x-gw-error'), null);
+  });
+
+  it('serves streams with usage and accounts the cost at the configured prices', async () => {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${devKey}` },
+      body: JSON.stringify({ model: BASE, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(res.status, 200);
+    const text = await res.text();
+    assert.match(text, /"usage":\{"prompt_tokens":20/);
+    assert.ok(text.endsWith('data: [DONE]\n\n'));
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    const tokens = /gw_tokens_total\{provider="selfhosted",kind="input"\} (\d+)/.exec(metrics);
+    const cost = /gw_cost_usd_total\{provider="selfhosted"\} ([\d.e-]+)/.exec(metrics);
+    const input = Number(tokens?.[1]);
+    assert.ok(input > 0 && input % 20 === 0, `input tokens ${input}`);
+    // every call answered 20 input and 10 output tokens at $1 / $2 per million
+    assert.ok(Math.abs(Number(cost?.[1]) - (input / 20) * ((20 * 1 + 10 * 2) / 1e6)) < 1e-12, `cost ${cost?.[1]}`);
+  });
+});
+
+describe('dispatch over several self-hosted destinations', () => {
+  let cheap: FakeVllm;
+  let dear: FakeVllm;
+  let gw: TestGateway;
+  before(async () => {
+    cheap = await startFakeVllm({ models: [BASE] });
+    dear = await startFakeVllm({ models: [BASE] });
+    const down = `http://127.0.0.1:${await freePort()}`;
+    const file = await destinationsFile([
+      { id: 'dear', provider: 'selfhosted', origin: dear.origin, models: [BASE], max_inflight: 1, price: { input: 2, output: 2 }, adapters: { sql: adapter('/a/sql') } },
+      { id: 'cheap', provider: 'selfhosted', origin: cheap.origin, models: [BASE], max_inflight: 1, price: { input: 1, output: 1 }, adapters: { sql: adapter('/a/sql') } },
+      { id: 'away', provider: 'selfhosted', origin: down, models: ['lonely-base'] },
+    ]);
+    gw = await startTestGateway({ bootstrap, env: { GW_DESTINATIONS_FILE: file } });
+  });
+  after(async () => {
+    cheap.release();
+    dear.release();
+    await gw?.close();
+    await cheap?.close();
+    await dear?.close();
+  });
+
+  it('tries the cheaper destination first, skips one at its limit, and sheds 503 without x-gw-error when all are full', async () => {
+    cheap.hold();
+    const first = chat(gw, BASE);
+    await eventually(() => cheap.held === 1, 'the first call at the cheaper destination');
+    dear.hold();
+    const second = chat(gw, BASE);
+    await eventually(() => dear.held === 1, 'the second call at the dearer destination');
+    const third = await chat(gw, BASE);
+    assert.equal(third.status, 503);
+    assert.equal(errorOf(third)['type'], 'overloaded');
+    assert.equal(third.headers.get('x-gw-error'), null);
+    const retry = Number(third.headers.get('retry-after'));
+    assert.ok(Number.isInteger(retry) && retry >= 1 && retry <= 30, `retry-after ${retry}`);
+    cheap.release();
+    dear.release();
+    assert.equal((await first).status, 200);
+    assert.equal((await second).status, 200);
+    assert.equal(cheap.calls('/v1/chat/completions').length, 1);
+    assert.equal(dear.calls('/v1/chat/completions').length, 1);
+  });
+
+  it('applies org model access: an adapter is allowed with its base model', async () => {
+    const set = (models: string[] | null) => call(gw, '/api/v1/model_access/update', { key: devKey, body: { models } });
+    assert.equal((await set([BASE])).status, 200);
+    assert.equal((await chat(gw, 'sql')).status, 200);
+    assert.equal((await set(['sql'])).status, 200);
+    assert.equal((await chat(gw, 'sql')).status, 200);
+    const refused = await chat(gw, BASE);
+    assert.equal(refused.status, 403);
+    assert.equal(errorOf(refused)['type'], 'model_not_in_scope');
+    assert.equal((await set(null)).status, 200);
+  });
+
+  it('lists each reachable base model once under provider selfhosted, never adapters, in /v1/models', async () => {
+    const ids = async () => ((await call(gw, '/v1/models')).json['data'] as Array<{ id: string; provider: string; owned_by: string }>).filter((m) => m.provider === 'selfhosted');
+    assert.deepEqual((await ids()).map((m) => m.id).sort(), [BASE, 'lonely-base']);
+    assert.ok((await ids()).every((m) => m.owned_by === 'selfhosted'));
+    // the unreachable destination's model leaves the list once calls cannot connect
+    for (let i = 0; i < 3; i++) assert.equal((await chat(gw, 'lonely-base')).status, 502);
+    assert.deepEqual((await ids()).map((m) => m.id), [BASE]);
+  });
+});
+
+describe('a gateway restart', () => {
+  it("rebuilds what a destination has loaded from the server's model list", async () => {
+    const fake = await startFakeVllm({ models: [BASE], memoryMb: 2, preloaded: { sql: { path: '/r/sql', parent: BASE }, chat: { path: '/r/chat', parent: BASE } } });
+    const file = await destinationsFile([
+      { id: 'gpu1', provider: 'selfhosted', origin: fake.origin, models: [BASE], adapter_memory_mb: 2, adapters: { sql: adapter('/r/sql'), chat: adapter('/r/chat'), summarize: adapter('/r/summarize') } },
+    ]);
+    const gw = await startTestGateway({ bootstrap, env: { GW_DESTINATIONS_FILE: file } });
+    try {
+      assert.equal((await chat(gw, 'sql')).status, 200);
+      assert.deepEqual(loadsOf(fake), []);
+      // the rebuilt adapters count against the memory: a third one evicts the least recently used (chat)
+      assert.equal((await chat(gw, 'summarize')).status, 200);
+      assert.deepEqual(unloadsOf(fake), ['chat']);
+      assert.deepEqual(loadsOf(fake), ['summarize']);
+    } finally {
+      await gw.close();
+      await fake.close();
+    }
+  });
+});
