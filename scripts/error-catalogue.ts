@@ -30,7 +30,7 @@ export const RAISED_WHEN: Readonly<Record<ErrorType, string>> = {
   rate_limited: 'the org\'s `rps_cap` is exceeded; `Retry-After` ≥ 1 s',
   guardrail_violation: 'never raised by this code: reserved for a prompt-injection guardrail, which is not built',
   adapter_unavailable: 'never raised by this code: reserved for self-hosted LoRA adapters, which are not built',
-  overloaded: 'never raised by this code: reserved for shedding on the gateway\'s own capacity, which is not built (the surfaces already render its envelope, below)',
+  overloaded: 'the gateway shed the request on its own capacity, with `Retry-After` of 1 to 30 s from how fast the replica completes requests: at the transport before the body is read (`GW_INGRESS_BUDGET`, or a heavy body while the event loop is stalled), at engine entry (waited past `GW_QUEUE_WAIT_MAX_S`), or at dispatch (the upstream origin at `GW_UPSTREAM_MAX_INFLIGHT`: a summary of the upstream\'s state, without `x-gw-error`); docs/operations.md, Overload',
   upstream_truncated: 'the provider answered 2xx with a body that is not JSON (a truncated reply); never relayed as 200, not retried',
   store_timeout: 'a stored-provider-key lookup or write, or a skill configuration write, did not finish within `GW_BYOK_STORE_TIMEOUT_S` (then `x-gw-stage-durations` names the running stage); any configuration write while Redis does not answer (5 s command bound); the settings or spend-cap route could not read consumption from the metering store',
   gateway_timeout: 'no response had started `GW_REQUEST_DEADLINE_S` after the request was accepted; mid-stream: the stream idled `GW_STREAM_IDLE_S` or ran past `GW_STREAM_DEADLINE_S`',

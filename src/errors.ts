@@ -52,6 +52,8 @@ export interface GatewayErrorOptions {
   body?: unknown;
   headers?: Array<[string, string]>;
   retryAfterS?: number;
+  /** an engine-raised summary of the upstreams' state (a dispatch-side shed: every destination full) carries no x-gw-error, whatever its type */
+  summary?: true;
   cause?: unknown;
 }
 
@@ -69,6 +71,11 @@ export class GatewayError extends Error {
 
   get spec(): ErrorSpec {
     return ERROR_TABLE[this.type];
+  }
+
+  /** whether the answer carries x-gw-error: the table's rule, except on a summary of the upstreams' state */
+  get carriesHeader(): boolean {
+    return this.spec.header && this.options.summary !== true;
   }
 
   get retryAfterS(): number | undefined {

@@ -9,9 +9,11 @@ import { skillRoutes } from './api/skills.js';
 import { publicRoutes } from './api/public.js';
 import type { Route } from './http/types.js';
 import { Pipeline } from './pipeline/index.js';
+import { queueWaitStage } from './pipeline/overload.js';
 import { installCatalogFile } from './providers/catalog-file.js';
 import { Providers, type OriginOverrides } from './providers/index.js';
 import { createFront } from './server/front.js';
+import { Ingress } from './server/ingress.js';
 import { startMetricsApp } from './server/metrics-app.js';
 import { loadUws } from './server/uws.js';
 import { PROVIDER_IDS } from './providers/types.js';
@@ -51,9 +53,11 @@ import { RedisMeterStore } from './stores/redis/meter-store.js';
 import { answerFleetScrapes, FleetMetrics } from './telemetry/fleet-metrics.js';
 import { createLogger, createLogging, type Logger } from './telemetry/log.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
+import { LoadMonitor } from './telemetry/load-monitor.js';
 import { InspectorRing } from './telemetry/ring.js';
 import { Upstream } from './upstream/client.js';
 import { OriginHealth } from './upstream/health.js';
+import { UpstreamInflight } from './upstream/inflight.js';
 
 export interface RunningGateway {
   port: number;
@@ -103,6 +107,14 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
   try {
     const metrics = createMetrics();
     releases.push(() => metrics.loopDelay.disable());
+    const load = new LoadMonitor({
+      windowMs: settings.GW_LOOP_STALL_WINDOW_S * 1000,
+      stallShedShare: settings.GW_LOOP_STALL_SHED_SHARE,
+      ingressBudget: settings.GW_INGRESS_BUDGET,
+      countShed: (where) => metrics.shed.inc({ where }),
+    });
+    load.start();
+    releases.push(() => load.stop());
     const store = openStore(settings, log, metrics);
     await store.start();
     releases.push(() => store.close());
@@ -144,9 +156,11 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       log,
       rows: ring,
       health: originHealth,
-      limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
+      inflight: new UpstreamInflight(settings.GW_UPSTREAM_MAX_INFLIGHT, load),
+      limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000, maxReplyBytes: settings.GW_MAX_REPLY_BYTES },
       storedKeys: vendorKeys,
       admission: [
+        queueWaitStage(settings.GW_QUEUE_WAIT_MAX_S * 1000, load),
         ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
         ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
         modelAccessStage(modelAccess),
@@ -161,7 +175,6 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       ...publicRoutes(
         providers,
         {
-          inFlight: () => inFlight(),
           origins: originHealth,
           levers: () => ({
             skills_default: 'off',
@@ -171,6 +184,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
             store: settings.GW_REDIS_URL ? 'redis' : 'embedded',
           }),
           metrics,
+          load,
           startedAt,
           uwsNative: native,
         },
@@ -197,6 +211,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       log,
       accessLog: logging.access,
       metrics,
+      ingress: new Ingress({ monitor: load, budget: settings.GW_INGRESS_BUDGET, heavyBytes: settings.GW_HEAVY_BODY_BYTES }),
+      monitor: load,
     });
     inFlight = () => front.inFlight;
     metrics.setInFlightSource(inFlight);
@@ -214,6 +230,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       registry: metrics.registry,
       flushLogs: () => logging.flushBatches(),
       async close() {
+        // /readyz answers 503 from here on (to a balancer still holding a connection)
+        load.drain();
         front.stopListening();
         const deadline = Date.now() + settings.GW_SHUTDOWN_GRACE_S * 1000;
         while (front.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

@@ -39,7 +39,7 @@ function adopt(ex: Exchange, plan: Plan): Verdict {
   const caller = ex.caller as NonNullable<Exchange['caller']>;
   ex.plan = plan;
   if (plan.presented) ex.presented = plan.presented;
-  ex.call = { org: caller.org, key: caller.key, provider: plan.provider, model: plan.model, body: plan.body, location: plan.location };
+  ex.call = { org: caller.org, key: caller.key, provider: plan.provider, model: plan.model, body: plan.body, location: plan.location, acceptedAt: ex.req.stages.startedAt };
   const meta = ex.res.meta;
   meta.tenant = caller.org.org_id;
   meta.provider = plan.provider;

@@ -136,7 +136,7 @@ export class UwsSink implements ResponseSink {
     }
     const { status, headers, body } = this.renderer.renderError(err);
     const all: HeaderList = [['content-type', 'application/json'], ...headers, ...extraHeaders];
-    if (err.spec.header) all.push(['x-gw-error', err.type]);
+    if (err.carriesHeader) all.push(['x-gw-error', err.type]);
     const retry = err.retryAfterS;
     if (retry !== undefined) all.push(['retry-after', String(retry)]);
     if (err.options.headers) all.push(...err.options.headers);

@@ -63,6 +63,12 @@ export function createMetrics() {
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    shed: new Counter({
+      name: 'gw_shed_total',
+      help: 'Requests answered 503 overloaded on the replica\'s own capacity, by where they were shed (ingress_budget, loop_stall, queue_wait, upstream_inflight)',
+      labelNames: ['where'] as const,
+      registers: [registry],
+    }),
     refusedFraming: new Counter({
       name: 'gw_refused_framing_total',
       help: 'Requests refused at the front for ambiguous framing or bad header bytes',

@@ -23,15 +23,25 @@ describe('unauthenticated reads: /healthz and /v1/models', () => {
       status: string;
       uws_native: boolean;
       levers: { skills_default: string; guardrails: { regex: string; classifier: string }; store: string };
-      overload: { in_flight: number; event_loop_delay_p99_ms: number };
+      overload: { inflight_requests: number; inflight_bytes: number; loop_stall_share: number; shedding: boolean };
     };
     assert.equal(body.status, 'ok');
     assert.equal(body.uws_native, true);
     assert.equal(body.levers.skills_default, 'off');
     assert.deepEqual(body.levers.guardrails, { regex: 'on', classifier: 'enforce' });
     assert.equal(body.levers.store, 'embedded');
-    assert.equal(body.overload.in_flight, 1, 'the health check itself is in flight');
-    assert.equal(typeof body.overload.event_loop_delay_p99_ms, 'number');
+    assert.equal(body.overload.inflight_requests, 1, 'the health check itself is in flight');
+    assert.equal(body.overload.inflight_bytes, 0);
+    assert.equal(typeof body.overload.loop_stall_share, 'number');
+    assert.equal(body.overload.shedding, false);
+  });
+
+  it('GET /livez and GET /readyz answer 200 on an idle replica', async () => {
+    for (const path of ['/livez', '/readyz']) {
+      const res = await fetch(`${gw.url}${path}`);
+      assert.equal(res.status, 200, path);
+      await res.body?.cancel();
+    }
   });
 
   it('a key is never required, and a bad one does not turn the read into a 401', async () => {
