@@ -88,7 +88,7 @@ export function createMetrics() {
     }),
     rateLimitLeases: new Counter({
       name: 'gw_rate_limit_lease_calls_total',
-      help: 'Token leases a replica asked of the shared rate-limit bucket, by result (ok, error)',
+      help: 'Token leases a replica asked of the shared rate-limit bucket, by result (ok, error; slow: a request stopped waiting for it and limited locally)',
       labelNames: ['result'] as const,
       registers: [registry],
     }),
