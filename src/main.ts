@@ -37,6 +37,10 @@ import { Entitlement } from './tenancy/entitlement.js';
 import { IdpVerifier } from './tenancy/idp.js';
 import { ModelAccess } from './tenancy/model-access.js';
 import { KeySkills } from './tenancy/skills.js';
+import { SkillEngine } from './skills/engine.js';
+import { EngineSkillsStage } from './skills/pipeline-stage.js';
+import { SkillPool } from './skills/pool.js';
+import { SKILLS, skillLevers, type SkillRow } from './skills/table.js';
 import { VendorKeys } from './tenancy/vendor-keys.js';
 import { dedicatedTenantStage } from './policy/dedicated.js';
 import { modelAccessStage } from './policy/model-access.js';
@@ -71,6 +75,8 @@ export interface RunningGateway {
 export interface StartOptions {
   /** where logs go (tests capture them); stdout by default */
   logDestination?: pino.DestinationStream;
+  /** the skills table this replica runs; the shipped table (SKILLS) by default. Tests add rows of their own evaluators. */
+  skillRows?: readonly SkillRow[];
 }
 
 function openStore(settings: Settings, log: Logger): DocStore {
@@ -79,6 +85,12 @@ function openStore(settings: Settings, log: Logger): DocStore {
 
 function openMeter(settings: Settings): MeterStore {
   return settings.GW_REDIS_URL ? new RedisMeterStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : new EmbeddedMeterStore();
+}
+
+/** This replica's skill threads as /healthz shows them. */
+function poolState(pool: SkillPool) {
+  const { threads, queued, inFlight } = pool.stats;
+  return { threads, queued, in_flight: inFlight };
 }
 
 function originOverrides(s: Settings): OriginOverrides {
@@ -129,6 +141,22 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     await vendorKeys.start();
     const modelAccess = new ModelAccess(store);
     const keySkills = new KeySkills(store, storeTimeoutMs);
+    // each replica process has its own pool of skill threads
+    const skillRows = opts.skillRows ?? SKILLS;
+    const skillPool = new SkillPool(
+      {
+        threads: settings.GW_SKILL_THREADS,
+        minThreads: settings.GW_SKILL_MIN_THREADS,
+        maxQueue: settings.GW_SKILL_MAX_QUEUE,
+        idleTimeoutMs: settings.GW_SKILL_IDLE_TIMEOUT_MS,
+        abortGraceMs: settings.GW_SKILL_ABORT_GRACE_MS,
+      },
+      skillRows,
+      metrics.skillPool,
+    );
+    releases.push(() => skillPool.close());
+    if (skillRows[0]) await skillPool.warm(skillRows[0].id);
+    const skills = new EngineSkillsStage(new SkillEngine({ pool: skillPool, modes: keySkills, settings, rows: skillRows }), keySkills);
     const idp =
       settings.GW_IDP_ISSUER && settings.GW_IDP_JWKS
         ? await IdpVerifier.create({ issuer: settings.GW_IDP_ISSUER, jwks: settings.GW_IDP_JWKS, audience: settings.GW_IDP_AUDIENCE, groupMap: settings.GW_IDP_GROUP_MAP })
@@ -151,6 +179,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         rateLimitStage(rateLimiter),
       ],
       metering: [spendCapStage(spendCaps)],
+      skills,
     });
 
     let inFlight = () => 0;
@@ -164,6 +193,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
           levers: () => ({
             skills_default: 'off',
             guardrails: { regex: 'on', classifier: settings.GW_GUARDRAILS_MODEL_MODE },
+            skill_engine: { state: 'running', ...skillLevers(settings, skillRows), pool: poolState(skillPool) },
             auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
             ingress_budget: settings.GW_INGRESS_BUDGET ?? null,
             store: settings.GW_REDIS_URL ? 'redis' : 'embedded',

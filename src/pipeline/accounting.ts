@@ -2,7 +2,7 @@ import { costUsd, pricedModel } from '../providers/catalog.js';
 import type { ProviderId } from '../providers/types.js';
 import { countedUsage } from '../providers/usage/streamed-text.js';
 import type { Caller } from '../tenancy/types.js';
-import type { RowSink } from './types.js';
+import type { RowSink, SkillRecord } from './types.js';
 import type { RelayOutcome } from './relay.js';
 
 export interface CallRecord {
@@ -15,7 +15,14 @@ export interface CallRecord {
   latencyMs: number;
   /** the body sent upstream: a stream that reports no usage has its prompt counted from it */
   requestBody: Buffer;
+  /** what each skill stage did (none: no skill ran) */
+  skills?: readonly SkillRecord[];
+  /** why the call was relayed directly, if it was */
+  errorDetail?: string;
 }
+
+/** The row's `skills`: each stage's arm and outcome, by skill. */
+const skillColumns = (skills: readonly SkillRecord[]) => Object.fromEntries(skills.map((s) => [s.skill, { arm: s.arm, outcome: s.outcome }]));
 
 /**
  * Turns a finished call into its inspector row. Returns the cost caps settle
@@ -49,6 +56,8 @@ export function account(rows: RowSink, rec: CallRecord): number | undefined {
     status: outcome.status,
     latency_ms: Math.round(rec.latencyMs * 100) / 100,
     prompt_preview: '',
+    skills: skillColumns(rec.skills ?? []),
+    error_detail: rec.errorDetail ?? null,
   });
   const { status } = outcome;
   const billedUnseen = outcome.dispatched && usage === undefined && ((status >= 200 && status < 300) || status === 499);

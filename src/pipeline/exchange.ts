@@ -2,7 +2,7 @@ import type { Presented } from '../http/credentials.js';
 import type { GatewayRequest, HeaderList, ResponseSink, Surface } from '../http/types.js';
 import type { Caller } from '../tenancy/types.js';
 import type { RelayOutcome } from './relay.js';
-import { ADMITTED, type Admission, type Call, type Plan, type RouteRow, type StageName } from './types.js';
+import { ADMITTED, type Admission, type Call, type Plan, type RouteRow, type SkillReports, type StageName } from './types.js';
 
 /** One request's way through the stages: what each stage learnt, in one object per request. */
 export class Exchange {
@@ -15,6 +15,10 @@ export class Exchange {
   outcome: RelayOutcome | undefined;
   /** x-gw-served-by of the reply */
   servedBy: HeaderList | undefined;
+  /** what each skill stage did (the trace, the headers and the row read it here) */
+  readonly skills: SkillReports = { list: [], settled: undefined };
+  /** why the call was relayed directly (a skill's bypass, an internal fault): the row's error_detail */
+  errorDetail: string | undefined;
   /** what admission and metering reserved, settled at accounting (undefined: nothing to settle) */
   private held: Admission[] | undefined;
 

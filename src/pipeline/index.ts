@@ -91,22 +91,23 @@ export class Pipeline {
         (err: unknown) => this.recover(ex, err),
       );
     }
-    this.finish(ex, run);
+    return this.finish(ex, run);
   }
 
-  /** the run's last verdict: an answer is sent, a refusal thrown to the front; then accounting */
-  private finish(ex: Exchange, v: Verdict): void {
+  /** the run's last verdict: an answer is sent, a refusal thrown to the front, a bypass relayed directly; then accounting */
+  private finish(ex: Exchange, v: Verdict): Promise<void> | void {
     if (v.kind === 'refuse') {
       ex.settle(0);
       throw v.error;
     }
+    if (v.kind === 'bypass') return this.relayDirectly(ex, { reason: v.reason });
     if (v.kind === 'answer') sendAnswer(ex, v);
     this.account(ex);
   }
 
   /** A refusal releases what was reserved; a fault fails open, or is a clean 502 where it cannot. */
   private recover(ex: Exchange, err: unknown): Promise<void> | void {
-    if (!(err instanceof GatewayError) && !ex.res.started && ex.plan && FAILS_OPEN.has(ex.at)) return this.relayDirectly(ex, err);
+    if (!(err instanceof GatewayError) && !ex.res.started && ex.plan && FAILS_OPEN.has(ex.at)) return this.relayDirectly(ex, { fault: err });
     ex.settle(0);
     // a fault before there is a plan has nothing to relay: the front answers it as internal_error
     if (err instanceof GatewayError || ex.res.started || !ex.plan) throw err;
@@ -117,11 +118,19 @@ export class Pipeline {
    * Fail-open: the call goes to the provider as planned, before any
    * skill's change, without admission or metering (the resolved location's
    * residency is still checked: a refusal, not machinery), marked
-   * `direct_passthrough`; accounted like any call, the reason logged and counted.
+   * `direct_passthrough`; accounted like any call, the reason logged, counted
+   * and kept as the row's error_detail. A bypass verdict (a skill past its
+   * ceiling, a full pool) takes the same way without being an internal fault.
    */
-  private async relayDirectly(ex: Exchange, fault: unknown): Promise<void> {
+  private async relayDirectly(ex: Exchange, cause: { fault: unknown } | { reason: string }): Promise<void> {
     this.deps.metrics.passthrough.inc({ stage: ex.at });
-    ex.req.log.warn({ err: fault, stage: ex.at }, 'internal fault: relaying directly to the provider');
+    if ('fault' in cause) {
+      ex.errorDetail = `internal fault in ${ex.at}`;
+      ex.req.log.warn({ err: cause.fault, stage: ex.at }, 'internal fault: relaying directly to the provider');
+    } else {
+      ex.errorDetail = cause.reason;
+      ex.req.log.info({ stage: ex.at, reason: cause.reason }, 'bypass: relaying the call directly to the provider');
+    }
     const plan = ex.plan as NonNullable<Exchange['plan']>;
     const call = ex.call as NonNullable<Exchange['call']>;
     call.body = plan.body;
@@ -144,9 +153,15 @@ export class Pipeline {
     return new GatewayError('upstream_unavailable', 'the gateway could not relay the call to the provider', { cause: err });
   }
 
-  /** accounting: its own fault never becomes the caller's error (the reply has gone) */
+  /** accounting, once the skills run beside dispatch have reported; its own fault never becomes the caller's error (the reply has gone) */
   private account(ex: Exchange): void {
     ex.at = 'accounting';
+    const beside = ex.skills.settled;
+    if (beside) void beside.then(() => this.accountNow(ex));
+    else this.accountNow(ex);
+  }
+
+  private accountNow(ex: Exchange): void {
     try {
       accountFor(this.accounting, ex);
     } catch (err) {

@@ -168,6 +168,8 @@ export function accountFor(deps: AccountingDeps, ex: Exchange): void {
     outcome,
     latencyMs: ex.req.stages.elapsedMs,
     requestBody: call.body,
+    skills: ex.skills.list,
+    ...(ex.errorDetail !== undefined && { errorDetail: ex.errorDetail }),
   });
   deps.metrics.recordUsage(call.provider, outcome.usage, cost ?? 0);
   ex.settle(cost);

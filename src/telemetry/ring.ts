@@ -19,6 +19,10 @@ export interface InspectorRow {
   status: number;
   latency_ms: number;
   prompt_preview: string;
+  /** each skill stage that ran: its arm and outcome */
+  skills: Record<string, { arm: string | null; outcome: string }>;
+  /** why the call was relayed directly (direct_passthrough), else null */
+  error_detail: string | null;
 }
 
 /** The last `size` requests of this process, oldest overwritten first. */
