@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { startGateway, type RunningGateway } from '../../src/main.js';
 import { loadSettings } from '../../src/settings.js';
+import type { SkillRow } from '../../src/skills/table.js';
 
 export const REDIS_URL = 'redis://127.0.0.1:6379';
 export const ADMIN_KEY = 'admin-key-for-tests-0123456789';
@@ -44,6 +45,8 @@ export interface TestGatewayOptions {
   redis?: boolean;
   /** reuse a namespace (a second replica of the same deployment) */
   redisPrefix?: string;
+  /** the skills table the gateway runs (rows of test evaluators); the shipped one by default */
+  skillRows?: readonly SkillRow[];
 }
 
 /** A unique Redis namespace for one test deployment. */
@@ -100,7 +103,7 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
       cb();
     },
   });
-  const gateway = await startGateway(loadSettings(env), { logDestination: destination });
+  const gateway = await startGateway(loadSettings(env), { logDestination: destination, ...(opts.skillRows && { skillRows: opts.skillRows }) });
   return {
     url: `http://127.0.0.1:${gateway.port}`,
     port: gateway.port,
