@@ -27,7 +27,7 @@ export const RAISED_WHEN: Readonly<Record<ErrorType, string>> = {
   budget_exhausted: 'the call\'s worst-case cost would breach the org\'s spend cap; `cap_usd`, `period`, `consumed_usd`, `reserved_usd`, `request_reserve_usd`, `resets_at` in the error object, headers `x-gw-budget-cap-usd`, `x-gw-budget-consumed-usd`, `x-gw-budget-resets-at`',
   model_not_in_scope: 'the model is not enabled for the org (`/api/v1/model_access/update`)',
   invalid_admin_key: 'an admin route without the deployment admin key (or `GW_ADMIN_KEY` unset)',
-  rate_limited: 'the org\'s `rps_cap` is exceeded; `Retry-After` ≥ 1 s',
+  rate_limited: 'the org\'s `rps_cap` is exceeded; `Retry-After` ≥ 1 s, `x-ratelimit-limit` (the cap), `x-ratelimit-remaining: 0`, `x-ratelimit-reset` (seconds)',
   guardrail_violation: 'the guardrails refused the prompt (every surface that parses a body; never the parity relay `/v1/messages` or count_tokens); `detected` in the error object lists the values: `instruction_override`, `role_reassignment`, `secret_exfiltration`, `system_prompt_probe` (the regex stage), `learned_injection` (the classifier, only with `GW_GUARDRAILS_MODEL_MODE=enforce`); nothing was sent upstream',
   adapter_unavailable: 'never raised by this code: reserved for self-hosted LoRA adapters, which are not built',
   overloaded: 'never raised by this code: reserved for shedding on the gateway\'s own capacity, which is not built (the surfaces already render its envelope, below)',

@@ -6,14 +6,15 @@ import type { Registry } from 'prom-client';
 import { adminRoutes } from './api/admin.js';
 import { selfServiceRoutes } from './api/self-service.js';
 import { skillRoutes } from './api/skills.js';
-import { publicRoutes } from './api/public.js';
+import { telemetryRoutes } from './api/telemetry.js';
+import { leverReport, publicRoutes } from './api/public.js';
 import type { Route } from './http/types.js';
 import { Pipeline } from './pipeline/index.js';
 import { installCatalogFile } from './providers/catalog-file.js';
 import { Providers, type OriginOverrides } from './providers/index.js';
 import { createFront } from './server/front.js';
 import { startMetricsApp } from './server/metrics-app.js';
-import { loadUws } from './server/uws.js';
+import { loadUws, portRefusal } from './server/uws.js';
 import { PROVIDER_IDS } from './providers/types.js';
 import { loadSettings, SettingsError, upstreamSetting, type Settings } from './settings.js';
 import { EmbeddedDocStore } from './stores/embedded/doc-store.js';
@@ -54,8 +55,11 @@ import type { MeterStore } from './stores/meter.js';
 import { RedisMeterStore } from './stores/redis/meter-store.js';
 import { answerFleetScrapes, FleetMetrics } from './telemetry/fleet-metrics.js';
 import { createLogger, createLogging, type Logger } from './telemetry/log.js';
-import { createMetrics } from './telemetry/metrics.js';
+import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import { InspectorRing } from './telemetry/ring.js';
+import { TelemetryRows } from './telemetry/row-sink.js';
+import { StreamReader } from './telemetry/stream-reader.js';
+import { StreamWriter } from './telemetry/stream-writer.js';
 import { Upstream } from './upstream/client.js';
 import { OriginHealth } from './upstream/health.js';
 
@@ -77,20 +81,48 @@ export interface StartOptions {
   logDestination?: pino.DestinationStream;
   /** the skills table this replica runs; the shipped table (SKILLS) by default. Tests add rows of their own evaluators. */
   skillRows?: readonly SkillRow[];
+  /** a replica whose primary checked the port: it joins its siblings there (SO_REUSEPORT); otherwise the port is bound exclusively */
+  sharePort?: boolean;
 }
 
-function openStore(settings: Settings, log: Logger): DocStore {
-  return settings.GW_REDIS_URL ? new RedisDocStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX), log) : new EmbeddedDocStore(settings.GW_DATA_DIR, log);
+function openStore(settings: Settings, log: Logger, metrics?: Metrics): DocStore {
+  return settings.GW_REDIS_URL
+    ? new RedisDocStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX), log, { onDataLoss: () => metrics?.storeDataLoss.inc() })
+    : new EmbeddedDocStore(settings.GW_DATA_DIR, log);
 }
 
 function openMeter(settings: Settings): MeterStore {
   return settings.GW_REDIS_URL ? new RedisMeterStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : new EmbeddedMeterStore();
 }
 
+/** leverReport's names of the guardrail stages of the skills table */
+const GUARDRAIL_LEVERS: Readonly<Record<string, string>> = { guardrails: 'guardrail_regex', guardrails_model: 'guardrail_classifier' };
+
+/** The skills table's stages the engine runs on this replica (a mode other than off), as leverReport names them. */
+const runningStages = (settings: Settings, rows: readonly SkillRow[]): Set<string> =>
+  new Set(skillLevers(settings, rows).stages.filter((s) => s.mode !== 'off').map((s) => GUARDRAIL_LEVERS[s.id] ?? s.id));
+
 /** This replica's skill threads as /healthz shows them. */
 function poolState(pool: SkillPool) {
   const { threads, queued, inFlight } = pool.stats;
   return { threads, queued, in_flight: inFlight };
+}
+
+/** The Redis telemetry streams: a writer and a reader on connections of their own; none without Redis. */
+function openTelemetry(settings: Settings, log: Logger, metrics: Metrics): { writer: StreamWriter; reader: StreamReader } | undefined {
+  if (!settings.GW_REDIS_URL) return undefined;
+  const retentionMs = settings.GW_TELEMETRY_RETENTION_H * 3_600_000;
+  const common = { url: settings.GW_REDIS_URL, prefix: settings.GW_REDIS_PREFIX, retentionMs };
+  const writer = new StreamWriter({
+    ...common,
+    maxBuffered: settings.GW_TELEMETRY_BUFFER_ROWS,
+    log,
+    onDropped: (n) => metrics.telemetryRowsDropped.inc(n),
+    onAppended: (n) => metrics.telemetryRowsAppended.inc(n),
+    onAppendFailed: () => metrics.telemetryAppendFailures.inc(),
+  });
+  metrics.setRowsBufferedSource(() => writer.buffered);
+  return { writer, reader: new StreamReader({ ...common, boundMs: settings.GW_TELEMETRY_READ_TIMEOUT_S * 1000 }) };
 }
 
 function originOverrides(s: Settings): OriginOverrides {
@@ -111,9 +143,9 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     for (const r of releases.splice(0).reverse()) await Promise.resolve().then(r).catch(() => undefined);
   };
   try {
-    const metrics = createMetrics();
+    const metrics = createMetrics({ streamDeadlineS: settings.GW_STREAM_DEADLINE_S });
     releases.push(() => metrics.loopDelay.disable());
-    const store = openStore(settings, log);
+    const store = openStore(settings, log, metrics);
     await store.start();
     releases.push(() => store.close());
     const directory = new Directory(store);
@@ -124,6 +156,13 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     releases.push(() => upstream.close());
     metrics.setPoolStatsSource(() => upstream.stats());
     const ring = new InspectorRing(100);
+    const telemetry = openTelemetry(settings, log, metrics);
+    if (telemetry) {
+      await telemetry.writer.start();
+      releases.push(() => telemetry.writer.close(settings.GW_SHUTDOWN_GRACE_S * 1000));
+      await telemetry.reader.start();
+      releases.push(() => telemetry.reader.close());
+    }
     const originHealth = new OriginHealth();
     const meter = openMeter(settings);
     await meter.start();
@@ -162,26 +201,38 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         ? await IdpVerifier.create({ issuer: settings.GW_IDP_ISSUER, jwks: settings.GW_IDP_JWKS, audience: settings.GW_IDP_AUDIENCE, groupMap: settings.GW_IDP_GROUP_MAP })
         : undefined;
     const entitlement = new Entitlement({ directory, configSecret: settings.GW_CONFIG_SECRET, adminKey: settings.GW_ADMIN_KEY, idp, dedicatedTenant: settings.GW_DEDICATED_TENANT });
+    const admission = [
+      ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
+      ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
+      modelAccessStage(modelAccess),
+      rateLimitStage(rateLimiter),
+    ];
+    const metering = [spendCapStage(spendCaps)];
     const pipeline = new Pipeline({
       directory,
       providers,
       upstream,
       metrics,
       log,
-      rows: ring,
+      rows: new TelemetryRows(ring, telemetry?.writer, metrics, log),
       health: originHealth,
       limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
       storedKeys: vendorKeys,
-      admission: [
-        ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
-        ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
-        modelAccessStage(modelAccess),
-        rateLimitStage(rateLimiter),
-      ],
-      metering: [spendCapStage(spendCaps)],
+      admission,
+      metering,
       skills,
     });
 
+    const levers = leverReport({
+      policy: [...admission, ...metering].map((p) => p.name),
+      running: runningStages(settings, skillRows),
+      configured: {
+        guardrails_classifier_mode: settings.GW_GUARDRAILS_MODEL_MODE,
+        auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
+        ingress_budget: settings.GW_INGRESS_BUDGET ?? null,
+        store: settings.GW_REDIS_URL ? 'redis' : 'embedded',
+      },
+    });
     let inFlight = () => 0;
     const startedAt = Date.now();
     const routes: Route[] = [
@@ -190,14 +241,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         {
           inFlight: () => inFlight(),
           origins: originHealth,
-          levers: () => ({
-            skills_default: 'off',
-            guardrails: { regex: 'on', classifier: settings.GW_GUARDRAILS_MODEL_MODE },
-            skill_engine: { state: 'running', ...skillLevers(settings, skillRows), pool: poolState(skillPool) },
-            auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
-            ingress_budget: settings.GW_INGRESS_BUDGET ?? null,
-            store: settings.GW_REDIS_URL ? 'redis' : 'embedded',
-          }),
+          levers: () => ({ ...levers, skill_engine: { state: 'running', ...skillLevers(settings, skillRows), pool: poolState(skillPool) } }),
           metrics,
           startedAt,
           uwsNative: native,
@@ -207,6 +251,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       ...adminRoutes(admin, settings.GW_ADMIN_KEY),
       ...selfServiceRoutes({ entitlement, directory, vendorKeys, modelAccess, spendCaps, skills: keySkills }),
       ...skillRoutes(entitlement, keySkills),
+      ...telemetryRoutes({ entitlement, directory, ring, reader: telemetry?.reader }),
       ...chatCompletionsRoutes(pipeline),
       ...responsesRoutes(pipeline),
       ...cloudxRoutes(pipeline),
@@ -228,7 +273,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     });
     inFlight = () => front.inFlight;
     metrics.setInFlightSource(inFlight);
-    const port = await front.listen(settings.GW_HOST, settings.GW_PORT);
+    const port = await front.listen(settings.GW_HOST, settings.GW_PORT, opts.sharePort);
     // idle keep-alive connections would otherwise hold the process until their clients let go
     releases.push(() => front.closeConnections());
     log.info({ host: settings.GW_HOST, port, store: settings.GW_REDIS_URL ? 'redis' : 'embedded' }, 'gateway listening');
@@ -264,14 +309,18 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-/** A port free right now, for replicas that must agree on one when GW_PORT is 0. */
-function freePort(host: string): Promise<number> {
+/**
+ * Checks that no other process holds the port (a probe bound without
+ * SO_REUSEPORT fails beside any listener, a sharing one included) and gives
+ * it back for the replicas; port 0 picks a free one they all share.
+ */
+function probePort(host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, host, () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
+    probe.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' ? new Error(portRefusal(host, port)) : err));
+    probe.listen(port, host, () => {
+      const { port: bound } = probe.address() as AddressInfo;
+      probe.close(() => resolve(bound));
     });
   });
 }
@@ -279,6 +328,8 @@ function freePort(host: string): Promise<number> {
 /**
  * Replicas are processes sharing the port through SO_REUSEPORT (uWS sets it),
  * so the kernel spreads connections and one crash does not take the others.
+ * The port is the gateway's alone: the primary refuses one another process
+ * holds before forking, and a single process binds it exclusively.
  * A replica that dies is restarted; when the first replicas cannot start at
  * all (Redis unreachable, a bad state file) the primary stops with them
  * instead of restarting them forever.
@@ -299,8 +350,8 @@ async function runPrimary(settings: Settings): Promise<void> {
     await new TenantAdmin(store, new Directory(store), settings.GW_DEFAULT_RPS_CAP).bootstrap(settings.GW_BOOTSTRAP);
     await store.close();
   }
-  // port 0 would give every replica its own port: pick one they all share
-  const port = settings.GW_PORT === 0 ? await freePort(settings.GW_HOST) : settings.GW_PORT;
+  // refuse a port another process holds (another gateway would share it silently); port 0: one the replicas all share
+  const port = await probePort(settings.GW_HOST, settings.GW_PORT);
   // the metrics port is the primary's: it answers for the whole host
   const { GW_BOOTSTRAP: _skip, GW_METRICS_PORT: _metricsPort, ...inherited } = process.env;
   const env = { ...inherited, GW_PORT: String(port) };
@@ -359,7 +410,7 @@ function stopOnce(gw: RunningGateway): () => void {
 }
 
 async function runWorker(settings: Settings): Promise<void> {
-  const gw = await startGateway(settings);
+  const gw = await startGateway(settings, { sharePort: true });
   answerFleetScrapes(gw.registry);
   const stop = stopOnce(gw);
   process.once('SIGTERM', stop);

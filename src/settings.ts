@@ -1,12 +1,18 @@
 import { cpus } from 'node:os';
-import { Type, type Static } from '@sinclair/typebox';
-import { Ajv } from 'ajv';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Ajv, type ErrorObject } from 'ajv';
 import { PROVIDER_IDS, type ProviderId } from './providers/types.js';
 
 /**
  * Every GW_ deployment setting in one schema. Environment values are strings;
  * Ajv coerces them to the declared types and fills the defaults.
  */
+/**
+ * Marks a setting whose value is a credential, or may carry one (a Redis URL's
+ * password): a start-up message names it but never prints its value.
+ */
+const SECRET = { secret: true } as const;
+
 const Seconds = (def: number, description: string) =>
   Type.Number({ exclusiveMinimum: 0, default: def, description });
 const Origin = (description: string) =>
@@ -24,14 +30,18 @@ export const SettingsSchema = Type.Object({
   GW_HOST: Type.String({ default: '0.0.0.0', minLength: 1 }),
   GW_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   GW_WORKERS: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'replicas sharing the port; default: CPUs with Redis, 1 embedded' })),
-  GW_REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  GW_REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', ...SECRET })),
   GW_REDIS_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_:.-]{1,64}$', default: 'gw:', description: 'namespace of every Redis key and channel' }),
   GW_DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
-  GW_ADMIN_KEY: Type.Optional(Type.String({ minLength: 16 })),
-  GW_CONFIG_SECRET: Type.Optional(Type.String({ minLength: 16 })),
-  GW_SECRETS_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$', description: '32 bytes, base64' })),
+  GW_ADMIN_KEY: Type.Optional(Type.String({ minLength: 16, ...SECRET })),
+  GW_CONFIG_SECRET: Type.Optional(Type.String({ minLength: 16, ...SECRET })),
+  GW_SECRETS_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$', description: '32 bytes, base64', ...SECRET })),
   GW_SECRETS_KEY_PREVIOUS: Type.Optional(
-    Type.String({ pattern: '^[A-Za-z0-9+/]{43}=(,[A-Za-z0-9+/]{43}=)*$', description: 'comma-separated keys rotated out: still open stored secrets, which are resealed under GW_SECRETS_KEY at start' }),
+    Type.String({
+      pattern: '^[A-Za-z0-9+/]{43}=(,[A-Za-z0-9+/]{43}=)*$',
+      description: 'comma-separated keys rotated out: still open stored secrets, which are resealed under GW_SECRETS_KEY at start',
+      ...SECRET,
+    }),
   ),
   GW_BOOTSTRAP: Type.Optional(Type.String({ minLength: 1 })),
   GW_CATALOG_FILE: Type.Optional(Type.String({ minLength: 1, description: 'JSON file of model prices that override or add to the shipped catalog (docs/operations.md, Model prices)' })),
@@ -69,6 +79,9 @@ export const SettingsSchema = Type.Object({
   GW_IDP_GROUP_MAP: Type.Optional(Type.String({ minLength: 2, description: 'JSON object: IdP group to org_id' })),
   GW_DEDICATED_TENANT: Type.Optional(Type.String({ pattern: '^[a-z0-9_-]{1,64}$' })),
   GW_ALLOWED_REGIONS: Type.Optional(Type.String({ minLength: 1, description: 'comma-separated upstream regions allowed' })),
+  GW_TELEMETRY_RETENTION_H: Type.Number({ exclusiveMinimum: 0, default: 168, description: 'hours request rows, decision records and usage rollups are kept in Redis' }),
+  GW_TELEMETRY_BUFFER_ROWS: Type.Integer({ minimum: 1, default: 50_000, description: 'rows a replica holds while Redis is slow or away; past it rows are dropped and counted' }),
+  GW_TELEMETRY_READ_TIMEOUT_S: Seconds(5, 'bound on a telemetry read (durable list, single request, usage); past it 504 store_timeout'),
   GW_SHUTDOWN_GRACE_S: Seconds(10, 'in-flight requests get this long on SIGTERM'),
 });
 
@@ -84,6 +97,40 @@ export class SettingsError extends Error {
 const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true, strict: false });
 const validate = ajv.compile<RawSettings>(SettingsSchema);
 
+type SettingSchema = TSchema & { secret?: boolean; anyOf?: Array<{ const?: unknown }> };
+const schemaOf = (name: string): SettingSchema | undefined => (SettingsSchema.properties as Record<string, SettingSchema>)[name];
+
+/** The values a union of constants allows (GW_LOG_LEVEL's levels), or undefined for any other schema. */
+function allowedValues(schema: SettingSchema | undefined): unknown[] | undefined {
+  const members = schema?.anyOf;
+  if (!members || !members.every((m) => 'const' in m)) return undefined;
+  return members.map((m) => m.const);
+}
+
+/** True when a setting's value must never be printed: marked secret in the schema. */
+export const isSecretSetting = (name: string): boolean => schemaOf(name)?.secret === true;
+
+/**
+ * One line per bad variable: what is wrong once (a union of constants names
+ * its allowed values instead of one "must be equal to constant" per member),
+ * and the value given unless the setting is secret.
+ */
+function schemaProblems(errors: readonly ErrorObject[], raw: Record<string, unknown>): string[] {
+  const byName = new Map<string, Set<string>>();
+  for (const e of errors) {
+    const name = e.instancePath.replace(/^\//, '') || String(e.params['missingProperty'] ?? '');
+    const allowed = allowedValues(schemaOf(name));
+    const message = allowed ? `must be one of ${allowed.join(', ')}` : (e.message ?? 'invalid');
+    let messages = byName.get(name);
+    if (!messages) byName.set(name, (messages = new Set()));
+    messages.add(message);
+  }
+  return [...byName].map(([name, messages]) => {
+    const given = isSecretSetting(name) ? 'value not shown: it is secret' : `got ${JSON.stringify(raw[name])}`;
+    return `${name}: ${[...messages].join('; ')} (${given})`;
+  });
+}
+
 /** Reads GW_ variables from `env`; throws SettingsError listing every bad variable. */
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const raw: Record<string, unknown> = {};
@@ -94,12 +141,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   for (const k of Object.keys(raw)) {
     if (!(k in SettingsSchema.properties)) problems.push(`${k}: unknown setting`);
   }
-  if (!validate(raw)) {
-    for (const e of validate.errors ?? []) {
-      const name = e.instancePath.replace(/^\//, '') || String(e.params['missingProperty'] ?? '');
-      problems.push(`${name}: ${e.message ?? 'invalid'} (got ${JSON.stringify(raw[name])})`);
-    }
-  }
+  if (!validate(raw)) problems.push(...schemaProblems(validate.errors ?? [], raw));
   const s = raw as RawSettings;
   if ((s.GW_REDIS_URL || s.GW_DATA_DIR) && !s.GW_SECRETS_KEY) {
     problems.push('GW_SECRETS_KEY: required when GW_REDIS_URL or GW_DATA_DIR is set (32 bytes, base64)');

@@ -4,13 +4,41 @@ import type { Providers } from '../providers/index.js';
 import { SURFACES } from '../surfaces/index.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { ProviderId } from '../providers/types.js';
+import { PER_KEY_SKILLS } from '../tenancy/skills.js';
 import type { OriginHealth } from '../upstream/health.js';
 import { sendJson } from './respond.js';
+
+/** The guardrail stages a request can pass through: the regex stage and the model classifier. */
+const GUARDRAIL_STAGES = ['regex', 'classifier'] as const;
+
+export interface LeverSources {
+  /** names of the policy stages the pipeline runs, in order */
+  policy: readonly string[];
+  /** the request-path stages running on this replica: per-key skills by id, guardrails as `guardrail_<stage>` (none while the skills engine is not built) */
+  running: ReadonlySet<string>;
+  /** settings that configure levers, reported as set whether or not the lever runs */
+  configured: Record<string, unknown>;
+}
+
+/**
+ * /healthz `levers`: what runs, from the running stages and the policy list,
+ * for every per-key skill and guardrail stage the gateway knows; a lever
+ * that is configured but not running says `not_running`, never `on`.
+ */
+export function leverReport(src: LeverSources): Record<string, unknown> {
+  const state = (stage: string) => (src.running.has(stage) ? 'running' : 'not_running');
+  return {
+    skills: Object.fromEntries(PER_KEY_SKILLS.map((s) => [s, state(s)])),
+    guardrails: Object.fromEntries(GUARDRAIL_STAGES.map((g) => [g, state(`guardrail_${g}`)])),
+    policy: src.policy,
+    configured: src.configured,
+  };
+}
 
 export interface HealthSources {
   origins: OriginHealth;
   inFlight(): number;
-  /** skills and policy stages active on this deployment */
+  /** skills, guardrails and policy stages running on this deployment (leverReport) */
   levers(): Record<string, unknown>;
   metrics: Metrics;
   startedAt: number;

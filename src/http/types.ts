@@ -3,8 +3,9 @@
  * these shapes; surfaces and the pipeline only ever see these.
  */
 import type { GatewayError } from '../errors.js';
-// pino's type itself, so http/ (imported by telemetry/) imports nothing of telemetry/
+// pino's type itself and the leaf line-capture module, so http/ imports nothing that imports http/
 import type { Logger } from 'pino';
+import type { RequestLines } from '../telemetry/request-log.js';
 import type { StageClock } from './stages.js';
 
 export type HeaderList = Array<[string, string]>;
@@ -25,13 +26,22 @@ export interface GatewayRequest {
   readonly stages: StageClock;
   /** this request's logger: every line carries its `req_id` */
   readonly log: Logger;
+  /** the lines `log` has written, once it has been used */
+  readonly logLines?: RequestLines;
 }
 
-/** Labels the pipeline attaches to an answer for metrics and access logs. */
+/** Labels the pipeline attaches to an answer for metrics and access logs; accounting adds a relayed call's key, usage and cost. */
+/** What the answer's handler learned about the call: labels for metrics, the access line and the row. */
 export interface ResponseMeta {
+  tenant?: string;
   provider?: string;
   model?: string;
-  tenant?: string;
+  keyId?: string;
+  upstreamStatus?: number;
+  tokensIn?: number;
+  tokensOut?: number;
+  costUsd?: number;
+  overheadMs?: number;
 }
 
 /** Where a handler writes its answer. Implementations apply backpressure. */

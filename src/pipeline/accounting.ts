@@ -1,8 +1,12 @@
+import type { GatewayRequest, ResponseMeta } from '../http/types.js';
 import { costUsd, pricedModel } from '../providers/catalog.js';
 import type { ProviderId } from '../providers/types.js';
 import { countedUsage } from '../providers/usage/streamed-text.js';
+import { bodyDigest } from '../telemetry/retry.js';
+import type { RowSink } from '../telemetry/row-sink.js';
+import type { SkillOutcome } from '../telemetry/row.js';
 import type { Caller } from '../tenancy/types.js';
-import type { RowSink, SkillRecord } from './types.js';
+import type { SkillRecord } from './types.js';
 import type { RelayOutcome } from './relay.js';
 
 export interface CallRecord {
@@ -15,17 +19,33 @@ export interface CallRecord {
   latencyMs: number;
   /** the body sent upstream: a stream that reports no usage has its prompt counted from it */
   requestBody: Buffer;
+  req: GatewayRequest;
+  /** what the access line of the answer reads */
+  answer: ResponseMeta;
+  /** set when the call was relayed directly because the gateway's own machinery failed */
+  failOpenReason: string | undefined;
+  credentialSource: 'pass_through' | 'stored' | undefined;
   /** what each skill stage did (none: no skill ran) */
   skills?: readonly SkillRecord[];
-  /** why the call was relayed directly, if it was */
-  errorDetail?: string;
 }
 
-/** The row's `skills`: each stage's arm and outcome, by skill. */
-const skillColumns = (skills: readonly SkillRecord[]) => Object.fromEntries(skills.map((s) => [s.skill, { arm: s.arm, outcome: s.outcome }]));
+/** The skill engine's reports as telemetry reads them: the arm named by the mode when there is none, the detail as text, the tokens a stage saved. */
+const skillOutcomes = (skills: readonly SkillRecord[]): SkillOutcome[] =>
+  skills.map((s) => {
+    const saved = s.detail?.['tokens_saved'];
+    return {
+      skill: s.skill,
+      mode: s.mode,
+      arm: s.arm ?? s.mode,
+      outcome: s.outcome,
+      ms: s.ms,
+      ...(s.detail !== undefined && { detail: JSON.stringify(s.detail) }),
+      ...(typeof saved === 'number' && { tokens_saved: saved }),
+    };
+  });
 
 /**
- * Turns a finished call into its inspector row. Returns the cost caps settle
+ * Hands a finished call to telemetry as its row. Returns the cost caps settle
  * on. A stream that ended without reporting usage is charged for the tokens
  * the gateway counted (its reply text, its request body) and its row says the
  * usage is estimated. Undefined when the vendor billed a call of which the
@@ -34,32 +54,41 @@ const skillColumns = (skills: readonly SkillRecord[]) => Object.fromEntries(skil
  */
 export function account(rows: RowSink, rec: CallRecord): number | undefined {
   const { outcome } = rec;
+  const { status } = outcome;
   // the tokenizer runs here only, once, for a stream that ended without usage
   const usage = outcome.usage ?? (outcome.streamedText && countedUsage(outcome.streamedText, rec.requestBody));
   const cost = costUsd(pricedModel(rec.model, usage), usage, rec.provider);
-  rows.push({
-    request_id: rec.requestId,
-    ts: new Date().toISOString(),
-    tenant_id: rec.caller.org.org_id,
-    key_id: rec.caller.key.key_id,
-    endpoint: rec.endpoint,
-    provider: rec.provider,
-    model: rec.model ?? null,
-    routed_model: rec.model ?? null,
-    route_reason: null,
-    cache: 'off',
-    tokens_in: usage?.input_tokens ?? 0,
-    tokens_out: usage?.output_tokens ?? 0,
-    tokens_saved: 0,
-    cost_usd: cost,
-    usage_estimated: outcome.usage === undefined && usage !== undefined,
-    status: outcome.status,
-    latency_ms: Math.round(rec.latencyMs * 100) / 100,
-    prompt_preview: '',
-    skills: skillColumns(rec.skills ?? []),
-    error_detail: rec.errorDetail ?? null,
-  });
-  const { status } = outcome;
   const billedUnseen = outcome.dispatched && usage === undefined && ((status >= 200 && status < 300) || status === 499);
+  rows.finished(
+    {
+      requestId: rec.requestId,
+      headers: rec.req.headers,
+      bodyHash: bodyDigest(rec.req.body),
+      tenantId: rec.caller.org.org_id,
+      keyId: rec.caller.key.key_id,
+      tier: rec.caller.org.plan,
+      surface: rec.endpoint,
+      provider: rec.provider,
+      model: rec.model,
+      status,
+      usage,
+      usageEstimated: outcome.usage === undefined && usage !== undefined,
+      costUsd: cost,
+      latencyMs: rec.latencyMs,
+      overheadMs: outcome.overheadMs,
+      ttfbMs: outcome.streamed && outcome.overheadMs !== undefined ? outcome.overheadMs + outcome.upstreamMs : undefined,
+      streamed: outcome.streamed,
+      servedBy: rec.failOpenReason === undefined ? 'pipeline' : 'direct_passthrough',
+      failOpenReason: rec.failOpenReason,
+      errorDetail: outcome.error?.message,
+      stages: rec.req.stages.header(),
+      credentialSource: rec.credentialSource,
+      skills: skillOutcomes(rec.skills ?? []),
+      budget: null,
+      rateLimit: null,
+      lines: rec.req.logLines,
+    },
+    rec.answer,
+  );
   return billedUnseen ? undefined : cost;
 }

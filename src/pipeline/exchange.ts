@@ -17,8 +17,10 @@ export class Exchange {
   servedBy: HeaderList | undefined;
   /** what each skill stage did (the trace, the headers and the row read it here) */
   readonly skills: SkillReports = { list: [], settled: undefined };
-  /** why the call was relayed directly (a skill's bypass, an internal fault): the row's error_detail */
-  errorDetail: string | undefined;
+  /** where the provider credential came from, once resolved */
+  credentialSource: 'pass_through' | 'stored' | undefined;
+  /** set when the call was relayed directly because a stage of the gateway failed or a skill bypassed it: the row's error_detail */
+  failOpenReason: string | undefined;
   /** what admission and metering reserved, settled at accounting (undefined: nothing to settle) */
   private held: Admission[] | undefined;
 

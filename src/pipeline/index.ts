@@ -125,10 +125,10 @@ export class Pipeline {
   private async relayDirectly(ex: Exchange, cause: { fault: unknown } | { reason: string }): Promise<void> {
     this.deps.metrics.passthrough.inc({ stage: ex.at });
     if ('fault' in cause) {
-      ex.errorDetail = `internal fault in ${ex.at}`;
+      ex.failOpenReason = `${ex.at}: ${cause.fault instanceof Error ? cause.fault.message : String(cause.fault)}`;
       ex.req.log.warn({ err: cause.fault, stage: ex.at }, 'internal fault: relaying directly to the provider');
     } else {
-      ex.errorDetail = cause.reason;
+      ex.failOpenReason = cause.reason;
       ex.req.log.info({ stage: ex.at, reason: cause.reason }, 'bypass: relaying the call directly to the provider');
     }
     const plan = ex.plan as NonNullable<Exchange['plan']>;

@@ -225,8 +225,7 @@ class RelayExchange implements UpstreamSink {
     const id = this.provider.id;
     this.deps.metrics.upstreamErrors.inc({ provider: id, kind });
     if (kind === 'connect' || kind === 'timeout') this.deps.health.failed(this.origin);
-    // 'other' is not the network: the reply arrived and could not be relayed (say, translated)
-    if (kind === 'other') this.req.log.warn({ err, provider: id }, 'the upstream reply could not be relayed');
+    // 'other' is not the network: the reply arrived and could not be relayed (say, translated); the sink logs it with its cause
     const gwErr =
       kind === 'timeout'
         ? new GatewayError('upstream_timeout', `upstream ${id} did not answer in time`, { cause: err })

@@ -112,6 +112,7 @@ export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: Heade
     if (plan.withoutCredential && err instanceof GatewayError && err.type === 'onboarding_incomplete') return plan.withoutCredential();
     throw err;
   }
+  ex.credentialSource = resolved.credential.source;
   const location = deps.providers.locate(call.provider, resolved.location, call.location);
   for (const policy of deps.located) policy.located?.(call, location);
   const headers = plan.headers ? { ...forwardHeaders(req.headers, plan.keepHeaders), ...plan.headers } : forwardHeaders(req.headers, plan.keepHeaders);
@@ -168,8 +169,11 @@ export function accountFor(deps: AccountingDeps, ex: Exchange): void {
     outcome,
     latencyMs: ex.req.stages.elapsedMs,
     requestBody: call.body,
+    req: ex.req,
+    answer: ex.res.meta,
+    failOpenReason: ex.failOpenReason,
+    credentialSource: ex.credentialSource,
     skills: ex.skills.list,
-    ...(ex.errorDetail !== undefined && { errorDetail: ex.errorDetail }),
   });
   deps.metrics.recordUsage(call.provider, outcome.usage, cost ?? 0);
   ex.settle(cost);

@@ -10,7 +10,6 @@ import type { Providers } from '../providers/index.js';
 import type { ProviderId } from '../providers/types.js';
 import type { Presented } from '../http/credentials.js';
 import type { Caller } from '../tenancy/types.js';
-import type { InspectorRow } from '../telemetry/ring.js';
 import type { ReplyTransform } from '../translate/types.js';
 
 /** One call as every stage sees it: who, to whom, what. Credentials stay out. */
@@ -121,10 +120,8 @@ export interface SkillsStage {
 
 export const NO_SKILLS: SkillsStage = { run: () => CONTINUE };
 
-/** Where finished requests' rows go at accounting (the inspector ring today; durable streams later). */
-export interface RowSink {
-  push(row: InspectorRow): void;
-}
+/** Where finished requests' rows go at accounting: the ring, the durable streams and the metrics. */
+export type { RowSink } from '../telemetry/row-sink.js';
 
 /** What a route's planner is given. */
 export interface PlanInput {

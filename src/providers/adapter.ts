@@ -1,3 +1,4 @@
+import { upstreamQuery } from '../http/query.js';
 import { GatewayError } from '../errors.js';
 import type { ProviderCredential, ProviderId, StreamUsageReader, UpstreamRequest, Usage } from './types.js';
 
@@ -99,7 +100,11 @@ export function modelSegment(model: string, field = 'model'): string {
 }
 
 /** `path?query` as the caller sent it. */
-export const withQuery = (path: string, query: string): string => (query === '' ? path : `${path}?${query}`);
+/** `path?query` with the caller's query minus any developer key, however spelled (a `gw_` value never goes upstream). */
+export function withQuery(path: string, query: string): string {
+  const kept = upstreamQuery(query);
+  return kept === '' ? path : `${path}?${kept}`;
+}
 
 function numberAt(doc: unknown, path: readonly string[]): number | undefined {
   let v: unknown = doc;

@@ -5,10 +5,11 @@ import { StageClock } from '../http/stages.js';
 import type { ErrorRenderer, GatewayRequest, Route } from '../http/types.js';
 import type { AccessLog } from '../telemetry/access-log.js';
 import type { Logger } from '../telemetry/log.js';
+import { capturedLines, requestLogger, type RequestLines } from '../telemetry/request-log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import { Router } from './router.js';
 import { UwsSink, type SinkHooks } from './sink.js';
-import { closeApp, type Uws } from './uws.js';
+import { closeApp, listenOn, portRefusal, type Uws } from './uws.js';
 
 export interface FrontOptions {
   uws: Uws;
@@ -24,7 +25,8 @@ export interface FrontOptions {
 }
 
 export interface Front {
-  listen(host: string, port: number): Promise<number>;
+  /** binds the port exclusively unless `share` (a replica joining its siblings); rejects naming the port when it is held */
+  listen(host: string, port: number, share?: boolean): Promise<number>;
   /** stops accepting; in-flight requests go on */
   stopListening(): void;
   /** closes every connection, idle keep-alive ones included (after in-flight requests are done) */
@@ -71,11 +73,21 @@ export function createFront(opts: FrontOptions): Front {
     ) {}
 
     get log(): Logger {
-      return (this.childLog ??= log.child({ req_id: this.id }));
+      return (this.childLog ??= requestLogger(log, this.id));
+    }
+
+    get logLines(): RequestLines | undefined {
+      return this.childLog && capturedLines(this.childLog);
     }
 
     onStart(): void {
       clearTimeout(this.deadline);
+    }
+
+    /** every answered error, at its type's level (errors.ts), with its cause (an unexpected fault's stack, the upstream's failure) */
+    onError(err: GatewayError): void {
+      const fields = err.cause === undefined ? { type: err.type, status: err.status } : { type: err.type, status: err.status, err: err.cause };
+      this.log[err.spec.level](fields, err.message);
     }
 
     onFinish(sink: UwsSink): void {
@@ -90,9 +102,7 @@ export function createFront(opts: FrontOptions): Front {
         path: this.path,
         status,
         ms: Math.round(ms * 100) / 100,
-        tenant: sink.meta.tenant,
-        provider: sink.meta.provider,
-        model: sink.meta.model,
+        meta: sink.meta,
         aborted: sink.aborted,
       });
     }
@@ -106,9 +116,9 @@ export function createFront(opts: FrontOptions): Front {
   const run = (exchange: Exchange, sink: UwsSink, handler: Route['handler']) => {
     try {
       const out = handler(exchange, sink);
-      if (out instanceof Promise) out.catch((err: unknown) => failHandler(exchange, sink, err));
+      if (out instanceof Promise) out.catch((err: unknown) => sink.fail(err));
     } catch (err) {
-      failHandler(exchange, sink, err);
+      sink.fail(err);
     }
   };
 
@@ -174,18 +184,12 @@ export function createFront(opts: FrontOptions): Front {
     });
   });
 
-  /** a refused or failed request is logged at its error type's level (errors.ts), an unexpected fault with its stack */
-  const failHandler = (req: GatewayRequest, sink: UwsSink, err: unknown) => {
-    if (err instanceof GatewayError) req.log[err.spec.level]({ type: err.type, status: err.status }, err.message);
-    else req.log.error({ err }, 'handler failed');
-    sink.fail(err);
-  };
 
   return {
-    listen(host, port) {
+    listen(host, port, share = false) {
       return new Promise((resolve, reject) => {
-        app.listen(host, port, (socket) => {
-          if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+        listenOn(app, host, port, share, (socket) => {
+          if (!socket) return reject(new Error(portRefusal(host, port)));
           listenSocket = socket;
           resolve(uws.us_socket_local_port(socket));
         });

@@ -1,6 +1,6 @@
 import type { HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import type { Logger } from '../telemetry/log.js';
-import { closeApp, type Uws } from './uws.js';
+import { closeApp, listenOn, portRefusal, type Uws } from './uws.js';
 
 export interface MetricsSource {
   contentType: string;
@@ -39,8 +39,8 @@ export function startMetricsApp(uws: Uws, host: string, port: number, source: Me
     res.writeStatus('404 Not Found').end();
   });
   return new Promise((resolve, reject) => {
-    app.listen(host, port, (socket: us_listen_socket | false) => {
-      if (!socket) return reject(new Error(`cannot listen for metrics on ${host}:${port}`));
+    listenOn(app, host, port, false, (socket: us_listen_socket | false) => {
+      if (!socket) return reject(new Error(`metrics: ${portRefusal(host, port)}`));
       resolve({ port: uws.us_socket_local_port(socket), close: () => closeApp(app) });
     });
   });

@@ -21,6 +21,8 @@ export interface SinkHooks {
   /** called once, when the answer is complete or the client is gone */
   onFinish(sink: UwsSink): void;
   onStart(sink: UwsSink): void;
+  /** called once, with the error the answer renders: the one place an answered error is logged */
+  onError(err: GatewayError): void;
 }
 
 /** ResponseSink over a uWS HttpResponse: corks every write and honours backpressure. */
@@ -130,6 +132,7 @@ export class UwsSink implements ResponseSink {
   fail(error: unknown, extraHeaders: HeaderList = []): void {
     if (this.finished) return;
     const err: GatewayError = asGatewayError(error);
+    this.hooks.onError(err);
     if (this.started) {
       this.end(this.renderer.renderStreamError(err));
       return;

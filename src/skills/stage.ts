@@ -75,6 +75,11 @@ export interface StageResult {
   change?: { body?: Uint8Array; model?: string };
   answer?: StageAnswer;
   refuse?: StageRefusal;
+  /**
+   * placeholder → the caller's value (pii_redaction): the engine hands it only
+   * to the reply restorer, never to the trace, the row, the cache or logs
+   */
+  restore?: Record<string, string>;
 }
 
 /**

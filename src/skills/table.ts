@@ -50,6 +50,8 @@ export const SKILLS: readonly SkillRow[] = [
     shadowBesideDispatch: true,
     order: 20,
   },
+  // lossless structural passes (whitespace, JSON minification, repeats, elided oversized tool output)
+  { id: 'prompt_compaction', kind: 'per-key', evaluator: { module: here('./compaction/index.js'), export: 'evaluatePromptCompaction' }, shadowBesideDispatch: true, order: 40 },
 ];
 
 /** The rows in run order (a table built elsewhere, e.g. a test's, need not be sorted). */

@@ -28,18 +28,30 @@ export interface WriteOptions {
    * applied: a write that reaches the store later is dropped and the call
    * rejects with store_timeout. It lets a caller that gave up at the deadline
    * (and answered 504) count on the write not landing afterwards; see
-   * `putAll` for what remains.
+   * `putAll` for what remains. Without one, the store's own bound
+   * (STORE_WRITE_BOUND_MS) is the deadline: a write never outlives the call
+   * that rejected.
    */
   deadline?: number;
 }
+
+/** The bound on every write that names no earlier deadline; past it the write rejects with store_timeout and is not applied later. */
+export const STORE_WRITE_BOUND_MS = 5000;
+
+/** The deadline a write runs under: the caller's, never later than the store's own bound from now. */
+export const writeDeadline = (options: WriteOptions): number => Math.min(options.deadline ?? Infinity, Date.now() + STORE_WRITE_BOUND_MS);
 
 export interface DocStore {
   /** loads the mirror and starts following changes; rejects with a message naming the cause */
   start(): Promise<void>;
   get<T>(collection: Collection, id: string): T | undefined;
   values<T>(collection: Collection): IterableIterator<T>;
-  /** resolves once the write is durable and visible to this replica (and, with Redis, delivered to every replica) */
-  put(collection: Collection, id: string, doc: object): Promise<void>;
+  /**
+   * Resolves once the write is durable and visible to this replica (and, with
+   * Redis, delivered to every replica). Every write (put, putAll, create,
+   * delete) takes its deadline the same way: see `putAll`.
+   */
+  put(collection: Collection, id: string, doc: object, options?: WriteOptions): Promise<void>;
   /**
    * Writes several documents atomically: every replica and the backing store
    * hold all of them or none (Redis: one Lua script; embedded: one flush).
@@ -47,7 +59,8 @@ export interface DocStore {
    * a script delayed in transit and run late writes nothing. What no store can
    * rule out: a write applied just before the deadline whose acknowledgement
    * arrives after it; then all the documents stand, never some. Embedded
-   * applies at once; a late flush leaves the write standing (all of it).
+   * applies at once and undoes the write when its flush has not ended by the
+   * deadline (a crash between that flush and the next one keeps it, whole).
    */
   putAll(writes: readonly DocWrite[], options?: WriteOptions): Promise<void>;
   /**
@@ -55,8 +68,8 @@ export interface DocStore {
    * `current` is what the store holds afterwards: `doc` when created, else
    * the document that was there (read from the backing store, not the mirror).
    */
-  create<T extends object>(collection: Collection, id: string, doc: T): Promise<{ created: boolean; current: T }>;
-  delete(collection: Collection, id: string): Promise<boolean>;
+  create<T extends object>(collection: Collection, id: string, doc: T, options?: WriteOptions): Promise<{ created: boolean; current: T }>;
+  delete(collection: Collection, id: string, options?: WriteOptions): Promise<boolean>;
   /** called for every change, local or from another replica, after the mirror is updated */
   onChange(listener: ChangeListener): void;
   close(): Promise<void>;

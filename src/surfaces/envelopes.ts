@@ -80,15 +80,18 @@ const CONVERSE_STREAM_EXCEPTION: Readonly<Record<number, string>> = {
   504: 'modelStreamErrorException',
 };
 
+/** The AWS SDK reads `message` at the top; the shared `error` object sits beside it. */
+const awsError = (err: GatewayError) => ({ message: err.message, error: errorObject(err) });
+
 /**
  * The AWS restJson error: `x-amzn-errortype` names it (gateway_timeout is
  * ModelTimeoutException, overloaded ServiceUnavailableException) and the body
- * carries `message` beside the shared `type` and `code`. Mid-stream, one
- * event-stream exception frame of a member ConverseStream models.
+ * is `{message, error:{message, type, code}}`. Mid-stream, one event-stream
+ * exception frame of a member ConverseStream models, with the same payload.
  */
 export const converseEnvelope: ErrorRenderer = {
-  renderError: (err) => json(err, errorObject(err), [['x-amzn-errortype', awsErrorName(err)]]),
-  renderStreamError: (err) => exceptionFrame(CONVERSE_STREAM_EXCEPTION[err.status] ?? 'internalServerException', JSON.stringify(errorObject(err))),
+  renderError: (err) => json(err, awsError(err), [['x-amzn-errortype', awsErrorName(err)]]),
+  renderStreamError: (err) => exceptionFrame(CONVERSE_STREAM_EXCEPTION[err.status] ?? 'internalServerException', JSON.stringify(awsError(err))),
 };
 
 /** The messages surfaces' own names for the overload and timeout envelopes, as the Messages SDK knows them. */

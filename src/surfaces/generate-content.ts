@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors.js';
+import { upstreamQuery } from '../http/query.js';
 import type { Route } from '../http/types.js';
 import type { Pipeline } from '../pipeline/index.js';
 import type { Planner } from '../pipeline/types.js';
@@ -25,14 +26,8 @@ function modelAndMethod(segment: string): { model: string; stream: boolean } {
   return { model: decoded.slice(0, colon), stream };
 }
 
-/** The query as sent minus `key`: a developer key never goes upstream and a vendor key rides on a header. */
-function vendorQuery(query: string): string {
-  if (query === '') return '';
-  return query
-    .split('&')
-    .filter((p) => p !== '' && p !== 'key' && !p.startsWith('key='))
-    .join('&');
-}
+/** The vendor key rides on a header upstream, so the query's `key` (the SDK's carrier) never goes. */
+const QUERY_CARRIERS = ['key'];
 
 /**
  * POST /genvendor/v1beta/models/{model}:generateContent and
@@ -43,7 +38,7 @@ function vendorQuery(query: string): string {
  */
 const plan: Planner = (req, { providers }) => {
   const { model, stream } = modelAndMethod(req.params['model'] ?? '');
-  return { ...providers.chosen({ op: 'generate_content', model, stream, query: vendorQuery(req.query) }, req.headers, 'genvendor'), model, body: req.body };
+  return { ...providers.chosen({ op: 'generate_content', model, stream, query: upstreamQuery(req.query, QUERY_CARRIERS) }, req.headers, 'genvendor'), model, body: req.body };
 };
 
 export const generateContentRoutes = (pipeline: Pipeline): Route[] => pipeline.routes([{ method: 'POST', path: '/genvendor/v1beta/models/:model', surface, plan }]);

@@ -2,8 +2,35 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { HotCounter, HotHistogram } from './hot-metrics.js';
 import type { Usage } from '../providers/types.js';
+import type { RequestRow, SkillOutcome } from './row.js';
 
 const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** beyond a minute, request durations run up to the stream deadline */
+const LONG_BUCKETS = [120, 300, 600, 1800, 3600, 7200, 14400];
+const durationBuckets = (streamDeadlineS: number): number[] => [...LATENCY_BUCKETS, ...LONG_BUCKETS.filter((b) => b < streamDeadlineS), streamDeadlineS];
+
+/**
+ * Distinct values a caller-driven label (model, tenant) may take per process;
+ * later values are counted under `other`, so a series count stays bounded.
+ */
+export const LABEL_VALUE_CAP = 100;
+
+/** Keeps the first LABEL_VALUE_CAP values of a label; the rest read `other`. */
+class LabelCap {
+  private readonly kept = new Set<string>();
+
+  value(v: string): string {
+    if (this.kept.has(v)) return v;
+    if (this.kept.size >= LABEL_VALUE_CAP) return 'other';
+    this.kept.add(v);
+    return v;
+  }
+}
+
+export interface MetricsOptions {
+  /** GW_STREAM_DEADLINE_S: the last request-duration bucket */
+  streamDeadlineS: number;
+}
 
 export interface PoolStats {
   origin: string;
@@ -14,8 +41,11 @@ export interface PoolStats {
 }
 
 /** Every metric the gateway exports, created once per process. */
-export function createMetrics() {
+export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) {
   const registry = new Registry();
+  const models = new LabelCap();
+  const tenants = new LabelCap();
+  let rowsBuffered: () => number = () => 0;
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
   let poolStats: () => PoolStats[] = () => [];
   let inFlight: () => number = () => 0;
@@ -25,7 +55,21 @@ export function createMetrics() {
   const m = {
     registry,
     requests: new HotCounter('gw_requests_total', 'Requests answered, by surface, status and provider', ['surface', 'status', 'provider'], registry),
-    duration: new HotHistogram('gw_request_duration_seconds', 'Time from accept to the last byte, by surface', ['surface'], LATENCY_BUCKETS, registry),
+    duration: new HotHistogram('gw_request_duration_seconds', 'Time from accept to the last byte, by surface', ['surface'], durationBuckets(opts.streamDeadlineS), registry),
+    streamTtfb: new HotHistogram('gw_stream_time_to_first_byte_seconds', 'Time from accept to the status line of a streamed reply, by surface', ['surface'], LATENCY_BUCKETS, registry),
+    modelTokens: new HotCounter('gw_model_tokens_total', `Tokens of relayed calls by model (at most ${LABEL_VALUE_CAP} models per process, the rest as other) and kind (input, output)`, ['model', 'kind'], registry),
+    modelCostUsd: new HotCounter('gw_model_cost_usd_total', `Cost of relayed calls at catalog prices, by model (capped like gw_model_tokens_total)`, ['model'], registry),
+    tenantTokens: new HotCounter('gw_tenant_tokens_total', `Tokens of relayed calls by tenant (at most ${LABEL_VALUE_CAP} tenants per process, the rest as other) and kind`, ['tenant', 'kind'], registry),
+    tenantCostUsd: new HotCounter('gw_tenant_cost_usd_total', 'Cost of relayed calls at catalog prices, by tenant (capped like gw_tenant_tokens_total)', ['tenant'], registry),
+    skillOutcomes: new HotCounter('gw_skill_outcomes_total', 'Skill stages run on requests, by skill and outcome', ['skill', 'outcome'], registry),
+    skillTokensSaved: new HotCounter('gw_skill_tokens_saved_total', 'Input tokens removed by skills that acted, by skill', ['skill'], registry),
+    telemetryRowsAppended: new Counter({ name: 'gw_telemetry_rows_appended_total', help: 'Request rows appended to the Redis telemetry streams', registers: [registry] }),
+    telemetryRowsDropped: new Counter({
+      name: 'gw_telemetry_rows_dropped_total',
+      help: 'Request rows never appended to the Redis telemetry streams: the buffer was full while Redis was slow or away, or the replica stopped first',
+      registers: [registry],
+    }),
+    telemetryAppendFailures: new Counter({ name: 'gw_telemetry_append_failures_total', help: 'Telemetry batches Redis did not take (each is sent again)', registers: [registry] }),
     overhead: new HotHistogram(
       'gw_gateway_overhead_seconds',
       'The gateway\'s own time in a relayed call: before dispatch, and for a whole reply from its last byte to the answer',
@@ -75,6 +119,11 @@ export function createMetrics() {
       labelNames: ['op'] as const,
       registers: [registry],
     }),
+    storeDataLoss: new Counter({
+      name: 'gw_store_data_loss_total',
+      help: 'Times this replica found that Redis had lost the configuration documents (restarted empty, flushed) and kept serving from its mirror while restoring them',
+      registers: [registry],
+    }),
     rateLimitLeases: new Counter({
       name: 'gw_rate_limit_lease_calls_total',
       help: 'Token leases a replica asked of the shared rate-limit bucket, by result (ok, error)',
@@ -113,6 +162,31 @@ export function createMetrics() {
       }
       if (costUsd > 0) m.costUsd.inc([provider], costUsd);
     },
+    /** a finished request's row: per-model and per-tenant usage, stream first byte, skill outcomes */
+    recordRow(row: RequestRow, ttfbMs: number | undefined, skills: readonly SkillOutcome[]) {
+      const model = models.value(row.model ?? 'none');
+      const tenant = tenants.value(row.tenant_id);
+      if (row.tokens_in > 0) {
+        m.modelTokens.inc([model, 'input'], row.tokens_in);
+        m.tenantTokens.inc([tenant, 'input'], row.tokens_in);
+      }
+      if (row.tokens_out > 0) {
+        m.modelTokens.inc([model, 'output'], row.tokens_out);
+        m.tenantTokens.inc([tenant, 'output'], row.tokens_out);
+      }
+      if (row.cost_usd > 0) {
+        m.modelCostUsd.inc([model], row.cost_usd);
+        m.tenantCostUsd.inc([tenant], row.cost_usd);
+      }
+      if (ttfbMs !== undefined) m.streamTtfb.observe([row.surface], ttfbMs / 1000);
+      for (const s of skills) {
+        m.skillOutcomes.inc([s.skill, s.outcome]);
+        if (s.tokens_saved) m.skillTokensSaved.inc([s.skill], s.tokens_saved);
+      }
+    },
+    setRowsBufferedSource(fn: () => number) {
+      rowsBuffered = fn;
+    },
     countAnswer(surface: string, status: number, provider: string, seconds: number) {
       m.requests.inc([surface, String(status), provider]);
       m.duration.observe([surface], seconds);
@@ -141,6 +215,14 @@ export function createMetrics() {
     collect() {
       this.set(loopDelay.percentile(99) / 1e9);
       loopDelay.reset();
+    },
+  });
+  new Gauge({
+    name: 'gw_telemetry_rows_buffered',
+    help: 'Request rows waiting to be appended to the Redis telemetry streams',
+    registers: [registry],
+    collect() {
+      this.set(rowsBuffered());
     },
   });
   const poolGauge = (field: keyof Omit<PoolStats, 'origin'>) =>

@@ -1,55 +1,39 @@
-/** One finished request, as kept in the per-process ring of recent requests. */
-export interface InspectorRow {
-  request_id: string;
-  ts: string;
-  tenant_id: string;
-  key_id: string;
-  endpoint: string;
-  provider: string;
-  model: string | null;
-  routed_model: string | null;
-  route_reason: string | null;
-  cache: 'hit' | 'miss' | 'off' | 'bypass';
-  tokens_in: number;
-  tokens_out: number;
-  tokens_saved: number;
-  cost_usd: number;
-  /** the reply reported no usage: tokens and cost are the gateway's own count (a stream without a usage event) */
-  usage_estimated: boolean;
-  status: number;
-  latency_ms: number;
-  prompt_preview: string;
-  /** each skill stage that ran: its arm and outcome */
-  skills: Record<string, { arm: string | null; outcome: string }>;
-  /** why the call was relayed directly (direct_passthrough), else null */
-  error_detail: string | null;
+import type { RequestLines } from './request-log.js';
+import type { DecisionRecord, RequestRow } from './row.js';
+
+/** One finished request as the process keeps it: row, decision and its own log lines. */
+export interface RingEntry {
+  row: RequestRow;
+  decision: DecisionRecord;
+  lines: RequestLines | undefined;
 }
 
 /** The last `size` requests of this process, oldest overwritten first. */
 export class InspectorRing {
-  private readonly rows: Array<InspectorRow | undefined>;
+  private readonly entries: Array<RingEntry | undefined>;
   private next = 0;
 
   constructor(private readonly size = 100) {
-    this.rows = new Array<InspectorRow | undefined>(size);
+    this.entries = new Array<RingEntry | undefined>(size);
   }
 
-  push(row: InspectorRow): void {
-    this.rows[this.next] = row;
+  push(entry: RingEntry): void {
+    this.entries[this.next] = entry;
     this.next = (this.next + 1) % this.size;
   }
 
   /** newest first */
-  list(filter: (row: InspectorRow) => boolean = () => true, limit = this.size): InspectorRow[] {
-    const out: InspectorRow[] = [];
+  list(filter: (entry: RingEntry) => boolean, limit = this.size): RingEntry[] {
+    const out: RingEntry[] = [];
     for (let i = 1; i <= this.size && out.length < limit; i++) {
-      const row = this.rows[(this.next - i + this.size) % this.size];
-      if (row && filter(row)) out.push(row);
+      const entry = this.entries[(this.next - i + this.size) % this.size];
+      if (entry && filter(entry)) out.push(entry);
     }
     return out;
   }
 
-  find(requestId: string): InspectorRow | undefined {
-    return this.rows.find((r) => r?.request_id === requestId);
+  /** the newest entry of a tenant with this request id */
+  find(tenantId: string, requestId: string): RingEntry | undefined {
+    return this.list((e) => e.row.tenant_id === tenantId && e.row.request_id === requestId, 1)[0];
   }
 }

@@ -2,6 +2,7 @@ import { GatewayError } from '../errors.js';
 import { refillAndTake, type MeterStore, type TokenBucketSpec } from '../stores/meter.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import { throttledWarn } from '../telemetry/throttled-log.js';
 
 /** Leased tokens unused this long are dropped, so an idle replica cannot save up a burst. */
 export const LOCAL_TOKEN_TTL_MS = 1000;
@@ -58,9 +59,11 @@ export interface RateLimitOptions {
 export class RateLimiter {
   private readonly allowances = new Map<string, Allowance>();
   private readonly clock: () => number;
+  private readonly warnUnreachable: (obj: object) => void;
 
   constructor(private readonly opts: RateLimitOptions) {
     this.clock = opts.clock ?? Date.now;
+    this.warnUnreachable = throttledWarn(opts.log, 'rate limit: shared bucket unreachable; limiting on this replica alone');
   }
 
   /** Admits one request of `orgId` (synchronously while its batch lasts), or throws 429 rate_limited. */
@@ -78,20 +81,20 @@ export class RateLimiter {
     }
     if (now < a.dryUntil) {
       this.leaseWhenRefilled(orgId, a, rps, a.dryUntil - now);
-      throw rateLimited(a.dryUntil - now);
+      throw rateLimited(a.dryUntil - now, rps);
     }
     if (now - a.dryAt < CONTENDED_MS) {
       // at the cap a lease brings a token or two: refuse now and lease in the background, at most
       // once per lease's worth of time, so refusals cost the shared store nothing however many come
       this.leaseWhenRefilled(orgId, a, rps, Math.ceil((leaseSize(rps) * 1000) / rps) / 2);
-      throw rateLimited(1000 / rps);
+      throw rateLimited(1000 / rps, rps);
     }
     this.opts.metrics.rateLimitWaits.inc();
     return this.lease(orgId, a, rps).then(() => {
       const after = this.clock();
       if (after < a.degradedUntil) return this.admitLocally(a, after, rps);
       if (this.takeLocal(a, after)) return;
-      throw rateLimited(Math.max(a.dryUntil - after, 1000 / rps));
+      throw rateLimited(Math.max(a.dryUntil - after, 1000 / rps), rps);
     });
   }
 
@@ -121,7 +124,7 @@ export class RateLimiter {
         },
         (err: unknown) => {
           this.opts.metrics.rateLimitLeases.inc({ result: 'error' });
-          this.opts.log.warn({ err: String(err), org_id: orgId }, 'rate limit: shared bucket unreachable; limiting on this replica alone');
+          this.warnUnreachable({ err: String(err), org_id: orgId });
           a.degradedUntil = this.clock() + DEGRADED_MS;
         },
       )
@@ -146,7 +149,7 @@ export class RateLimiter {
     const { state, grant } = refillAndTake(a.local, now, 1, { rate: rps, capacity: Math.max(1, rps) });
     a.local = state;
     if (grant.granted === 1) return;
-    throw rateLimited(grant.waitMs);
+    throw rateLimited(grant.waitMs, rps);
   }
 
   private allowance(orgId: string): Allowance {
@@ -159,6 +162,19 @@ export class RateLimiter {
   }
 }
 
-function rateLimited(waitMs: number): GatewayError {
-  return new GatewayError('rate_limited', 'requests-per-second cap of the org exceeded', { retryAfterS: Math.max(1, Math.ceil(waitMs / 1000)) });
+/**
+ * 429 with `Retry-After` (whole seconds, at least 1) and the generic
+ * rate-limit headers clients read: the org's cap in requests per second,
+ * nothing remaining, and the seconds until a request can be admitted again
+ * (to the millisecond).
+ */
+function rateLimited(waitMs: number, rps: number): GatewayError {
+  return new GatewayError('rate_limited', 'requests-per-second cap of the org exceeded', {
+    retryAfterS: Math.max(1, Math.ceil(waitMs / 1000)),
+    headers: [
+      ['x-ratelimit-limit', String(rps)],
+      ['x-ratelimit-remaining', '0'],
+      ['x-ratelimit-reset', String(Math.ceil(waitMs) / 1000)],
+    ],
+  });
 }

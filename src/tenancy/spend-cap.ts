@@ -7,6 +7,7 @@ import type { CapPeriod, MeterAccount, MeterStore } from '../stores/meter.js';
 import type { DocStore } from '../stores/types.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import { throttledWarn } from '../telemetry/throttled-log.js';
 
 export type { CapPeriod } from '../stores/meter.js';
 
@@ -100,9 +101,14 @@ export class SpendCaps {
   /** reservations in flight on this replica, renewed so they outlive slow streams but not a crash */
   private readonly inFlight = new Map<MeterAccount, Set<string>>();
   private renewTimer: NodeJS.Timeout | undefined;
+  // per-request warnings while the metering store is away: one line per interval, with a count
+  private readonly warnUnmetered: (obj: object) => void;
+  private readonly warnSettlementLost: (obj: object) => void;
 
   constructor(private readonly opts: SpendCapOptions) {
     this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
+    this.warnUnmetered = throttledWarn(opts.log, 'spend cap: metering store unreachable; relaying unmetered');
+    this.warnSettlementLost = throttledWarn(opts.log, 'spend cap: settlement lost; the reservation lapses with its lease');
   }
 
   config(orgId: string): SpendCapConfig | undefined {
@@ -159,7 +165,7 @@ export class SpendCaps {
     } catch (err) {
       // fail-open: our own metering never turns a call into an error
       this.opts.metrics.spendCapStoreFailures.inc({ op: 'reserve' });
-      this.opts.log.warn({ err: String(err), org_id: orgId }, 'spend cap: metering store unreachable; relaying unmetered');
+      this.warnUnmetered({ err: String(err), org_id: orgId });
       return undefined;
     }
     if (!result.admitted) throw this.exhausted(cap, result.settled, result.reserved, amount, result.resetsAt);
@@ -171,7 +177,7 @@ export class SpendCaps {
         this.untrack(account, id);
         this.opts.meter.settle(account, period, id, cost ?? amount).catch((err: unknown) => {
           this.opts.metrics.spendCapStoreFailures.inc({ op: 'settle' });
-          this.opts.log.warn({ err: String(err), org_id: orgId, cost_usd: cost }, 'spend cap: settlement lost; the reservation lapses with its lease');
+          this.warnSettlementLost({ err: String(err), org_id: orgId, cost_usd: cost });
         });
       },
     };

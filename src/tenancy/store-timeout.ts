@@ -4,9 +4,9 @@ import type { StageClock } from '../http/stages.js';
 /**
  * Bounds a store call on a request's path: past `ms` the request answers 504
  * store_timeout (Retry-After from the error table) naming the running stage in
- * x-gw-stage-durations. The call itself is not cancelled; a late write may
- * still land unless the store was given the same deadline (DocStore putAll),
- * so other callers document their writes as safe to repeat. A store_timeout
+ * x-gw-stage-durations. The call itself is not cancelled: a write must give
+ * the store the same deadline (DocStore WriteOptions), so that it does not
+ * land after the 504. A store_timeout
  * the store itself raises names the stage the same way.
  */
 export function withinStoreBound<T>(call: Promise<T>, ms: number, stages: StageClock, what: string): Promise<T> {

@@ -162,7 +162,8 @@ export class VendorKeys implements StoredKeys {
   }
 
   async remove(orgId: string, provider: ProviderId, stages: StageClock): Promise<boolean> {
-    const removed = await withinStoreBound(this.store.delete('vendor_keys', docId(orgId, provider)), this.opts.timeoutMs, stages, 'deleting the provider key');
+    const removal = this.store.delete('vendor_keys', docId(orgId, provider), { deadline: Date.now() + this.opts.timeoutMs });
+    const removed = await withinStoreBound(removal, this.opts.timeoutMs, stages, 'deleting the provider key');
     if (removed) this.opts.log.info({ org_id: orgId, provider }, 'provider key deleted');
     return removed;
   }

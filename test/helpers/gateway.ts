@@ -8,7 +8,11 @@ import { startGateway, type RunningGateway } from '../../src/main.js';
 import { loadSettings } from '../../src/settings.js';
 import type { SkillRow } from '../../src/skills/table.js';
 
-export const REDIS_URL = 'redis://127.0.0.1:6379';
+/** The one setting naming the test Redis: every Redis-backed test case uses it. */
+export const REDIS_URL_VARIABLE = 'GW_TEST_REDIS_URL';
+export const REDIS_URL = process.env[REDIS_URL_VARIABLE] || 'redis://127.0.0.1:6379';
+/** How long the one check waits for Redis to answer before the Redis cases fail. */
+const REDIS_PING_TIMEOUT_MS = 2000;
 export const ADMIN_KEY = 'admin-key-for-tests-0123456789';
 export const CONFIG_SECRET = 'config-secret-for-tests-012345';
 export const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
@@ -49,11 +53,38 @@ export interface TestGatewayOptions {
   skillRows?: readonly SkillRow[];
 }
 
+let redisAnswered: Promise<void> | undefined;
+
+/**
+ * Resolves once the test Redis has answered a PING (checked once per test
+ * file, before its first Redis case). When it does not answer, the file stops
+ * at once, naming the address and the setting: its Redis cases would each wait
+ * on reconnects, and the vendor fakes they started would keep it running.
+ */
+export function requireRedis(): Promise<void> {
+  redisAnswered ??= (async () => {
+    const probe = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: REDIS_PING_TIMEOUT_MS, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    let cause = 'no answer';
+    probe.on('error', (err: Error) => (cause = err.message));
+    try {
+      await probe.connect();
+      await probe.ping();
+    } catch (err) {
+      process.stderr.write(`Redis at ${REDIS_URL} did not answer (${cause}; ${err instanceof Error ? err.message : String(err)}): start it or set ${REDIS_URL_VARIABLE} to one that answers\n`);
+      process.exit(1);
+    } finally {
+      probe.disconnect();
+    }
+  })();
+  return redisAnswered;
+}
+
 /** A unique Redis namespace for one test deployment. */
 export const newRedisPrefix = (): string => `gwtest:${randomBytes(6).toString('hex')}:`;
 
 /** Deletes every key of a test namespace. */
 export async function dropRedisPrefix(prefix: string): Promise<void> {
+  await requireRedis();
   const r = new Redis(REDIS_URL);
   try {
     let cursor = '0';
@@ -80,6 +111,7 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
   };
   let redisPrefix: string | undefined;
   if (opts.redis || opts.redisPrefix) {
+    await requireRedis();
     redisPrefix = opts.redisPrefix ?? newRedisPrefix();
     env['GW_REDIS_URL'] = REDIS_URL;
     env['GW_REDIS_PREFIX'] = redisPrefix;

@@ -1,5 +1,5 @@
 import { createServer, Socket, type Server } from 'node:net';
-import { SECRETS_KEY, dropRedisPrefix, newRedisPrefix, startTestGateway, type Bootstrap, type TestGateway } from './gateway.js';
+import { REDIS_URL, SECRETS_KEY, dropRedisPrefix, newRedisPrefix, requireRedis, startTestGateway, type Bootstrap, type TestGateway } from './gateway.js';
 
 export interface RedisProxy {
   url: string;
@@ -16,14 +16,18 @@ export interface RedisProxy {
   close(): Promise<void>;
 }
 
-/** A TCP proxy in front of the test Redis that can stop answering on demand. */
-export async function startRedisProxy(port = 6379): Promise<RedisProxy> {
+/** A TCP proxy in front of the test Redis (REDIS_URL) that can stop answering on demand. */
+export async function startRedisProxy(): Promise<RedisProxy> {
+  await requireRedis();
+  const target = new URL(REDIS_URL);
+  const port = Number(target.port || 6379);
+  const host = target.hostname;
   let hanging = false;
   let trigger: RegExp | undefined;
   const held: Array<() => void> = [];
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
-    const upstream = new Socket().connect(port, '127.0.0.1');
+    const upstream = new Socket().connect(port, host);
     sockets.add(client).add(upstream);
     client.on('data', (chunk: Buffer) => {
       if (!hanging && trigger?.test(chunk.toString('latin1'))) hanging = true;

@@ -228,12 +228,20 @@ describe('converse relay through @aws-sdk/client-bedrock-runtime', () => {
     assert.equal(res.headers.get('x-gw-error'), 'request_error');
   });
 
+  it('converse errors carry the shared error object beside the top-level message and x-amzn-errortype', async () => {
+    const res = await raw('/cloudy/converse', { 'x-gw-provider-key': API_KEY, authorization: 'Bearer gw_unknown' }, JSON.stringify({ modelId: MODEL, messages }));
+    assert.equal(res.status, 401);
+    assert.equal(res.headers.get('x-amzn-errortype'), 'UnrecognizedClientException');
+    const message = 'developer key missing, invalid, revoked or expired';
+    assert.deepEqual(await res.json(), { message, error: { message, type: 'invalid_developer_key', code: 401 } });
+  });
+
   it('turns a truncated 2xx body into 502 upstream_truncated', async () => {
     const res = await raw('/cloudy/model/truncated/converse', { 'x-gw-provider-key': API_KEY }, JSON.stringify({ messages }));
     assert.equal(res.status, 502);
     assert.equal(res.headers.get('x-gw-error'), 'upstream_truncated');
     assert.equal(res.headers.get('x-amzn-errortype'), 'InternalServerException');
-    assert.equal(((await res.json()) as { type: string }).type, 'upstream_truncated');
+    assert.equal(((await res.json()) as { error: { type: string } }).error.type, 'upstream_truncated');
   });
 
   it('closes an idle stream with one exception frame of type gateway_timeout (valid CRCs)', async () => {
@@ -247,7 +255,10 @@ describe('converse relay through @aws-sdk/client-bedrock-runtime', () => {
     assert.equal(last.headers[':message-type']?.value, 'exception');
     // a member ConverseStream models, so the SDK raises its typed exception
     assert.equal(last.headers[':exception-type']?.value, 'modelStreamErrorException');
-    assert.equal((JSON.parse(toUtf8(last.body)) as { type: string }).type, 'gateway_timeout');
+    const payload = JSON.parse(toUtf8(last.body)) as { message: string; error: { message: string; type: string; code: number } };
+    assert.equal(payload.error.type, 'gateway_timeout');
+    assert.equal(payload.error.code, 504);
+    assert.equal(payload.message, payload.error.message);
     const stream = await client().send(new ConverseStreamCommand({ modelId: 'stall_stream', messages }));
     await assert.rejects(
       (async () => {
@@ -309,6 +320,14 @@ describe('converse request deadline', () => {
       return err.name === 'ModelTimeoutException' && err.$metadata?.httpStatusCode === 504 && err.$response?.headers['x-gw-error'] === 'gateway_timeout';
     });
     c.destroy();
+    const res = await fetch(`${gw.url}/cloudy/model/slow_1500/converse`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${devKey}`, 'x-gw-provider-key': API_KEY },
+      body: JSON.stringify({ messages }),
+    });
+    assert.equal(res.headers.get('x-amzn-errortype'), 'ModelTimeoutException');
+    const body = (await res.json()) as { message: string; error: { type: string; code: number; message: string } };
+    assert.deepEqual([body.error.type, body.error.code, body.message], ['gateway_timeout', 504, body.error.message]);
   });
 });
 

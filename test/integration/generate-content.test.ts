@@ -105,6 +105,30 @@ describe('generate-content relay through the @google/genai SDK', () => {
     }
   });
 
+  it('never sends a gw_ value upstream, however the query spells it (percent-encoded name or value, +, repeated, other params)', async () => {
+    const encoded = [...devKey].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).join('');
+    for (const query of [
+      `?alt=sse&%6Bey=${devKey}`,
+      `?alt=sse&k%65y=${encoded}`,
+      `?alt=sse&key=AIza-not-mine&key=${devKey}`,
+      `?alt=sse&%6B%65%79=${devKey}&trace=${devKey}`,
+      `?alt=sse&note=Bearer+${devKey}`,
+      `?alt=sse&x=${encoded}`,
+    ]) {
+      const call = next();
+      const res = await raw(`/genvendor/v1beta/models/gemini-2.5-flash:streamGenerateContent${query}`, { 'x-gw-key': devKey, 'x-gw-provider-key': VENDOR_KEY });
+      assert.equal(res.status, 200, `${query}: ${await res.text()}`);
+      const url = call.received().url;
+      assert.equal(url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse', query);
+      assert.equal(url.includes(devKey.slice(3)) || url.includes(encoded.slice(9)), false, query);
+    }
+    // the rest of the query goes as sent, byte for byte
+    const call = next();
+    const res = await raw(`/genvendor/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&%6Bey=${devKey}&q=a%20b+c&flag`, { 'x-gw-provider-key': VENDOR_KEY });
+    assert.equal(res.status, 200, 'the percent-encoded key name is the developer key carrier too');
+    assert.equal(call.received().url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&q=a%20b+c&flag');
+  });
+
   it('passes a vendor key presented on x-goog-api-key through, beside the developer key on x-gw-key', async () => {
     const call = next();
     const res = await raw('/genvendor/v1beta/models/gemini-2.5-flash:generateContent', { 'x-gw-key': devKey, 'x-goog-api-key': VENDOR_KEY });

@@ -188,6 +188,18 @@ describe('request hygiene at the front (raw sockets)', () => {
     assert.equal(fake.received[before]?.body.toString(), body);
   });
 
+  it('no answer names the server: no uWebSockets header on success, error, HEAD, a relayed reply or a refusal', async () => {
+    const answers = [
+      await exchange(gw.port, 'GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n', { until: answersTo('GET') }),
+      await exchange(gw.port, 'HEAD /healthz HTTP/1.1\r\nHost: gw\r\n\r\n', { until: answersTo('HEAD') }),
+      await exchange(gw.port, 'GET /no/such/route HTTP/1.1\r\nHost: gw\r\n\r\n', { until: answersTo('GET') }),
+      await exchange(gw.port, head(`content-length: ${body.length}`) + body, { until: answersTo('POST') }),
+      await exchange(gw.port, head(`content-length: ${body.length}`, `content-length: ${body.length}`) + body),
+    ];
+    assert.deepEqual(answers.map((a) => statuses(a.text)), [[200], [200], [404], [200], [400]]);
+    for (const a of answers) assert.doesNotMatch(a.text.slice(0, a.text.indexOf('\r\n\r\n')), /uwebsockets/i, a.text);
+  });
+
   it('HEAD answers carry headers only, and the connection stays in sync for the next request', async () => {
     const reply = await exchange(gw.port, 'HEAD /healthz HTTP/1.1\r\nHost: gw\r\n\r\n', { until: answersTo('HEAD') });
     assert.deepEqual(statuses(reply.text), [200]);

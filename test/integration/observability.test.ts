@@ -113,6 +113,54 @@ describe('observability through the running gateway', () => {
   });
 });
 
+describe('every gateway error is logged once, at its type\'s level', () => {
+  let gw: TestGateway;
+  const { bootstrap, devKey } = oneTenant('obs-errors');
+
+  before(async () => {
+    // nothing listens there: every call is refused at connect
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: `http://127.0.0.1:${await freePort()}` } });
+  });
+  after(() => gw.close());
+
+  /** the lines of one request other than its access line, once the access line is out */
+  const errorLines = async (id: string) => {
+    const parsed = () => gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['req_id'] === id);
+    await eventually(() => parsed().some((l) => l['msg'] === 'request'), 'the access line');
+    return parsed().filter((l) => l['msg'] !== 'request');
+  };
+  const chat = (headers: Record<string, string>) =>
+    fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gw-provider-key': PASS_THROUGH, ...headers },
+      body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+
+  it('an upstream connection refused, answered 502 upstream_unavailable, logs one warn line with its cause', async () => {
+    const res = await chat({ authorization: `Bearer ${devKey}` });
+    assert.equal(res.status, 502);
+    await res.arrayBuffer();
+    const lines = await errorLines(res.headers.get('x-gw-request-id') ?? '');
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    assert.equal(lines[0]?.['level'], 40);
+    assert.equal(lines[0]?.['type'], 'upstream_unavailable');
+    assert.equal(lines[0]?.['status'], 502);
+    assert.ok(lines[0]?.['err'], 'the cause is logged');
+    assert.equal(JSON.stringify(lines).includes(PASS_THROUGH), false);
+  });
+
+  it('a refused key and a missing route each log one line at their level', async () => {
+    for (const [res, type, level] of [
+      [await chat({ authorization: 'Bearer gw_not-a-key' }), 'invalid_developer_key', 30],
+      [await fetch(`${gw.url}/no/such/route`), 'not_found', 30],
+    ] as const) {
+      await res.arrayBuffer();
+      const lines = await errorLines(res.headers.get('x-gw-request-id') ?? '');
+      assert.deepEqual(lines.map((l) => [l['type'], l['level']]), [[type, level]]);
+    }
+  });
+});
+
 describe('GW_METRICS_PORT and GW_METRICS_PUBLIC=0', () => {
   let gw: TestGateway;
   let metricsPort: number;

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { CATALOG } from '../../src/providers/catalog.js';
+import { SKILLS } from '../../src/skills/table.js';
+import { PER_KEY_SKILLS } from '../../src/tenancy/skills.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
 describe('unauthenticated reads: /healthz and /v1/models', () => {
@@ -22,16 +24,25 @@ describe('unauthenticated reads: /healthz and /v1/models', () => {
     const body = (await res.json()) as {
       status: string;
       uws_native: boolean;
-      levers: { skills_default: string; guardrails: { regex: string; classifier: string }; store: string };
+      levers: { configured: { guardrails_classifier_mode: string; store: string } };
       overload: { in_flight: number; event_loop_delay_p99_ms: number };
     };
     assert.equal(body.status, 'ok');
     assert.equal(body.uws_native, true);
-    assert.equal(body.levers.skills_default, 'off');
-    assert.deepEqual(body.levers.guardrails, { regex: 'on', classifier: 'enforce' });
-    assert.equal(body.levers.store, 'embedded');
+    assert.equal(body.levers.configured.guardrails_classifier_mode, 'enforce');
+    assert.equal(body.levers.configured.store, 'embedded');
     assert.equal(body.overload.in_flight, 1, 'the health check itself is in flight');
     assert.equal(typeof body.overload.event_loop_delay_p99_ms, 'number');
+  });
+
+  it('/healthz reports what runs: the guardrail stages and the per-key skills the skills table has a stage for; the policy stages are the pipeline\'s', async () => {
+    const { levers } = (await (await fetch(`${gw.url}/healthz`)).json()) as {
+      levers: { skills: Record<string, string>; guardrails: Record<string, string>; policy: string[] };
+    };
+    assert.deepEqual(levers.guardrails, { regex: 'running', classifier: 'running' });
+    const tabled = new Set(SKILLS.map((r) => r.id));
+    assert.deepEqual(levers.skills, Object.fromEntries(PER_KEY_SKILLS.map((s) => [s, tabled.has(s) ? 'running' : 'not_running'])));
+    assert.deepEqual(levers.policy, ['model_access', 'rate_limit', 'spend_cap']);
   });
 
   it('a key is never required, and a bad one does not turn the read into a 401', async () => {

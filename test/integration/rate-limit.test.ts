@@ -64,6 +64,8 @@ describe(`rate limit across ${REPLICAS} replicas sharing one Redis`, () => {
     for (const r of refused.slice(0, 20)) {
       assert.equal(r.headers.get('x-gw-error'), 'rate_limited');
       assert.ok(Number(r.headers.get('retry-after')) >= 1);
+      assert.equal(r.headers.get('x-ratelimit-limit'), String(RPS_CAP));
+      assert.equal(r.headers.get('x-ratelimit-remaining'), '0');
     }
     let leases = 0;
     let waits = 0;
@@ -85,5 +87,42 @@ describe(`rate limit across ${REPLICAS} replicas sharing one Redis`, () => {
     await sleep(1500);
     const { responses } = await load(Math.floor(RPS_CAP * 0.8), 5);
     assert.deepEqual([...new Set(responses.map((r) => r.status))], [200]);
+  });
+});
+
+describe('a 429 carries the rate-limit headers', () => {
+  let fake: FakeVendor;
+  let gw: TestGateway;
+  const key = devKeySecret('rate-headers');
+  before(async () => {
+    fake = await startFakeOpenAI();
+    gw = await startTestGateway({
+      bootstrap: { orgs: [{ org_id: 'rl-headers', rps_cap: 1 }], dev_keys: [{ org_id: 'rl-headers', dev_key_id: 'dk-rl-headers', api_key: key }] },
+      env: { GW_UPSTREAM_OPENAI: fake.origin },
+    });
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  it('x-ratelimit-limit, x-ratelimit-remaining and x-ratelimit-reset beside Retry-After', async () => {
+    const send = () =>
+      fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'x-gw-provider-key': 'sk-upstream', 'content-type': 'application/json' }, body: BODY });
+    // the bucket of a 1/s cap holds two requests (two leases of one): four back to back meet a refusal
+    const answers: Response[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await send();
+      await r.arrayBuffer();
+      answers.push(r);
+    }
+    const refused = answers.find((r) => r.status === 429);
+    assert.ok(refused, `statuses ${answers.map((r) => r.status).join(', ')}`);
+    assert.equal(refused.headers.get('x-gw-error'), 'rate_limited');
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+    assert.equal(refused.headers.get('x-ratelimit-limit'), '1');
+    assert.equal(refused.headers.get('x-ratelimit-remaining'), '0');
+    const reset = Number(refused.headers.get('x-ratelimit-reset'));
+    assert.ok(reset > 0 && reset <= Number(refused.headers.get('retry-after')), `x-ratelimit-reset ${reset}`);
   });
 });

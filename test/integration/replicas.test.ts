@@ -47,6 +47,26 @@ async function spawnGateway(env: Record<string, string>): Promise<GatewayProcess
   return { child, port: await port, lines, stderr: () => err, exited };
 }
 
+/** A gateway expected not to start: its exit code and stderr, or `listened` when it served after all (then it is stopped). */
+async function spawnRefused(env: Record<string, string>): Promise<{ code: number | null; stderr: string; listened: boolean }> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GW_')));
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    env: { ...clean, GW_HOST: '127.0.0.1', GW_ADMIN_KEY: ADMIN_KEY, GW_LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  let listened = false;
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdout?.on('data', (d: Buffer) => {
+    if (!listened && d.toString().includes('"msg":"gateway listening"')) {
+      listened = true;
+      child.kill('SIGTERM');
+    }
+  });
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stderr, listened };
+}
+
 async function stopGateway(gw: GatewayProcess): Promise<void> {
   if (gw.child.exitCode !== null || gw.child.signalCode !== null) return;
   gw.child.kill('SIGTERM');
@@ -150,11 +170,38 @@ describe('GW_WORKERS=2: replica processes sharing one port', () => {
     assert.ok(gw.lines.some((l) => l.includes('"msg":"replica exited; restarting in 1 s"') && l.includes('"signal":"SIGKILL"')));
   });
 
+  it('a second gateway started on the replicas\' port refuses it, naming the port', async () => {
+    for (const workers of ['1', '2']) {
+      const second = await spawnRefused({ GW_PORT: String(gw.port), GW_WORKERS: workers, GW_REDIS_URL: REDIS_URL, GW_REDIS_PREFIX: newRedisPrefix(), GW_SECRETS_KEY: SECRETS_KEY });
+      assert.equal(second.listened, false, `GW_WORKERS=${workers}: a second gateway served the port`);
+      assert.notEqual(second.code, 0, `GW_WORKERS=${workers}`);
+      assert.match(second.stderr, new RegExp(`port ${gw.port} is held by another process`), `GW_WORKERS=${workers}`);
+    }
+    assert.equal((await pidsAnswering(2)).size, 2, 'the replicas still serve the port');
+  });
+
   it('SIGTERM to the primary stops every replica', async () => {
     const pids = await pidsAnswering(2);
     gw.child.kill('SIGTERM');
     assert.equal(await gw.exited, 0);
     for (const pid of pids) assert.throws(() => process.kill(pid, 0), /ESRCH/, `replica ${pid} outlived the primary`);
+  });
+});
+
+describe('a second gateway on a port already in use', () => {
+  let first: GatewayProcess;
+  before(async () => {
+    first = await spawnGateway({});
+  });
+  after(() => stopGateway(first));
+
+  it('refuses a port another gateway holds, naming the port', async () => {
+    const second = await spawnRefused({ GW_PORT: String(first.port) });
+    assert.equal(second.listened, false, 'a second gateway served the port');
+    assert.notEqual(second.code, 0);
+    assert.match(second.stderr, new RegExp(`port ${first.port} is held by another process`));
+    const res = await send(first.port, 'GET', '/healthz');
+    assert.equal(res.body['pid'], first.child.pid, 'the first gateway alone answers on its port');
   });
 });
 

@@ -255,16 +255,20 @@ describe('skills engine: guardrails, overrides and locks on every surface that p
   });
 
   it('/healthz reports the engine running the shipped table with this replica pool', async () => {
-    const health = (await (await fetch(`${gw.url}/healthz`)).json()) as { levers: { skill_engine: { state: string; stages: Array<{ id: string; mode: string }>; pool: { threads: number } } } };
+    const health = (await (await fetch(`${gw.url}/healthz`)).json()) as {
+      levers: { guardrails: Record<string, string>; skill_engine: { state: string; stages: Array<{ id: string; mode: string }>; pool: { threads: number } } };
+    };
     const engine = health.levers.skill_engine;
     assert.equal(engine.state, 'running');
+    assert.deepEqual(health.levers.guardrails, { regex: 'running', classifier: 'running' });
     assert.deepEqual(
-      engine.stages.map((s) => [s.id, s.mode]),
-      [
-        ['guardrails', 'prod'],
-        ['guardrails_model', 'shadow'],
-      ],
+      engine.stages.map((s) => s.id),
+      SKILLS.map((r) => r.id),
     );
+    assert.deepEqual(engine.stages.slice(0, 2).map((s) => [s.id, s.mode]), [
+      ['guardrails', 'prod'],
+      ['guardrails_model', 'shadow'],
+    ]);
     assert.ok(engine.pool.threads >= 1);
   });
 });
@@ -273,14 +277,14 @@ describe('skills engine: the classifier enforced, canary arms, a thread that die
   let fakes: Fakes;
   let gw: TestGateway;
   const { bootstrap, open: canary, locked: crashing } = twoTenants();
-  // test rows beside the shipped ones: pii_redaction reports without acting (miss), prompt_compaction ends its thread mid-stage
-  const rows = [...SKILLS, perKeyRow('pii_redaction', 'describeBody', 30), perKeyRow('prompt_compaction', 'exitThread', 40)];
+  // test rows beside the shipped ones: pii_redaction reports without acting (miss), agent_trajectory_compaction ends its thread mid-stage
+  const rows = [...SKILLS, perKeyRow('pii_redaction', 'describeBody', 30), perKeyRow('agent_trajectory_compaction', 'exitThread', 40)];
 
   before(async () => {
     fakes = await startFakes();
     gw = await startTestGateway({ bootstrap, env: { ...fakeEnv(fakes), GW_GUARDRAILS_MODEL_MODE: 'enforce' }, skillRows: rows });
     await setSkills(gw, canary, { skill_modes: { pii_redaction: 'canary:50' } });
-    await setSkills(gw, crashing, { skill_modes: { prompt_compaction: 'prod' } });
+    await setSkills(gw, crashing, { skill_modes: { agent_trajectory_compaction: 'prod' } });
   });
   after(async () => {
     await gw.close();
@@ -331,7 +335,7 @@ describe('skills engine: the classifier enforced, canary arms, a thread that die
     assert.equal(JSON.parse(body).choices[0].message.content, 'Hello from the fake.');
     assert.equal(res.headers.get('x-gw-served-by'), 'direct_passthrough');
     assert.equal(res.headers.get('x-gw-warnings'), '_passthrough');
-    assert.equal(res.headers.get('x-gw-skill-prompt-compaction'), 'error');
+    assert.equal(res.headers.get('x-gw-skill-agent-trajectory-compaction'), 'error');
     assert.equal(res.headers.get('x-gw-error'), null);
     assert.equal(upstream[0]?.body.toString(), s.body(ORDINARY));
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();

@@ -12,6 +12,7 @@ import { RedisDocStore } from '../../src/stores/redis/doc-store.js';
 import { redisKeys } from '../../src/stores/redis/prefixes.js';
 import type { DocStore } from '../../src/stores/types.js';
 import { dropRedisPrefix, newRedisPrefix, REDIS_URL } from '../helpers/gateway.js';
+import { privateRedis } from '../helpers/private-redis.js';
 import { startRedisProxy } from '../helpers/redis-proxy.js';
 import { eventually, freePort } from '../helpers/wait.js';
 
@@ -186,6 +187,18 @@ for (const makeBacking of backings) {
         assert.equal(store.get('transitions', 'late-t'), undefined);
         await store.putAll([{ collection: 'key_skills', id: 'late-k', doc: { n: 3 } }], { deadline: Date.now() + 5000 });
         assert.deepEqual(store.get('key_skills', 'late-k'), { n: 3 }, 'within its deadline it writes');
+      });
+
+      it('put, create and delete with a deadline already past change nothing and reject with store_timeout', async () => {
+        const store = await backing.open();
+        await store.put('orgs', 'late-kept', { n: 1 });
+        const past = { deadline: Date.now() - 1 };
+        const timedOut = (err: unknown) => err instanceof GatewayError && err.type === 'store_timeout';
+        await assert.rejects(store.put('orgs', 'late-kept', { n: 2 }, past), timedOut);
+        await assert.rejects(store.create('orgs', 'late-new', { n: 1 }, past), timedOut);
+        await assert.rejects(store.delete('orgs', 'late-kept', past), timedOut);
+        assert.deepEqual(store.get('orgs', 'late-kept'), { n: 1 });
+        assert.equal(store.get('orgs', 'late-new'), undefined);
       });
 
       if (backing.persistent) {
@@ -363,27 +376,6 @@ describe('EmbeddedDocStore on disk', () => {
 });
 
 /** A private redis-server on a free port, so tests can take it down without touching the shared one. */
-async function privateRedis(): Promise<{ url: string; port: number; stop(): Promise<void>; restart(): Promise<void> }> {
-  const port = await freePort();
-  let proc: ChildProcess | undefined;
-  const launch = async () => {
-    proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: null });
-    probe.on('error', () => undefined); // refused until the server is up
-    await probe.connect().catch(() => undefined);
-    await probe.ping();
-    probe.disconnect();
-  };
-  const stop = async () => {
-    if (!proc || proc.exitCode !== null) return;
-    const exited = once(proc, 'exit');
-    proc.kill('SIGKILL');
-    await exited;
-  };
-  await launch();
-  return { url: `redis://127.0.0.1:${port}`, port, stop, restart: launch };
-}
-
 describe('RedisDocStore and its connection', () => {
   it('ignores anything on the change channel that is not a change message, and keeps following changes', async () => {
     const prefix = newRedisPrefix();
@@ -433,19 +425,85 @@ describe('RedisDocStore and its connection', () => {
     assert.deepEqual(store.get('orgs', 'after'), { n: 4 });
   });
 
-  it('with Redis gone a write fails as store_timeout; after Redis returns (empty) the mirror reloads', async () => {
+  it('with Redis gone a write fails as store_timeout; Redis back empty is not the truth: the mirror stays and is written back', async () => {
     const redis = await privateRedis();
     after(() => redis.stop());
-    const store = await started(new RedisDocStore(redis.url, redisKeys('gwtest:private:')));
+    const keys = redisKeys('gwtest:private:');
+    let losses = 0;
+    const store = await started(new RedisDocStore(redis.url, keys, undefined, { onDataLoss: () => losses++ }));
     await store.put('orgs', 'o', { n: 1 });
+    await store.put('dev_keys', 'k', { revoked_at: 'then' });
     await redis.stop();
     await assert.rejects(store.put('orgs', 'o', { n: 2 }), (err: unknown) => err instanceof GatewayError && err.type === 'store_timeout');
     assert.deepEqual(store.get('orgs', 'o'), { n: 1 }, 'a failed write changes nothing');
     await redis.restart();
-    // the restarted server lost everything (no persistence): the mirror follows what Redis holds
-    await eventually(() => store.get('orgs', 'o') === undefined, 'the reload after reconnect');
+    // the restarted server lost everything (no persistence): the reconnect finds no generation marker and restores the mirror
+    const admin = new Redis(redis.url);
+    after(() => admin.disconnect());
+    await eventually(async () => (await admin.get(keys.docGeneration)) !== null, 'the restore');
+    assert.equal(await admin.hget(keys.doc('orgs'), 'o'), JSON.stringify({ n: 1 }));
+    assert.equal(await admin.hget(keys.doc('dev_keys'), 'k'), JSON.stringify({ revoked_at: 'then' }));
+    assert.deepEqual(store.get('orgs', 'o'), { n: 1 }, 'the mirror never took the empty snapshot');
+    assert.equal(losses, 1);
     await store.put('orgs', 'o', { n: 3 });
     assert.deepEqual(store.get('orgs', 'o'), { n: 3 });
+  });
+
+  it('FLUSHALL under two replicas: both keep their mirror, one restores, writes refused meanwhile land afterwards again', async () => {
+    const redis = await privateRedis();
+    after(() => redis.stop());
+    const keys = redisKeys('gwtest:private:');
+    const a = await started(new RedisDocStore(redis.url, keys));
+    const b = await started(new RedisDocStore(redis.url, keys));
+    await a.put('vendor_keys', 'acme:openai', { sealed: 'x' });
+    await a.put('org_policy', 'spend_cap:acme', { cap_usd: 5 });
+    await eventually(() => b.get('org_policy', 'spend_cap:acme') !== undefined, 'b follows');
+    const admin = new Redis(redis.url);
+    after(() => admin.disconnect());
+    const generation = await admin.get(keys.docGeneration);
+    assert.ok(generation);
+    // no connection drops: only the marker check finds out
+    await admin.flushall();
+    await eventually(async () => (await admin.get(keys.docGeneration)) === generation, 'the restore');
+    assert.equal(await admin.hget(keys.doc('vendor_keys'), 'acme:openai'), JSON.stringify({ sealed: 'x' }));
+    assert.equal(await admin.hget(keys.doc('org_policy'), 'spend_cap:acme'), JSON.stringify({ cap_usd: 5 }));
+    for (const s of [a, b]) assert.deepEqual(s.get('org_policy', 'spend_cap:acme'), { cap_usd: 5 });
+    await b.put('orgs', 'after', { n: 1 });
+    await eventually(() => a.get('orgs', 'after') !== undefined, 'a follows writes again');
+  });
+
+  it('a write that reaches a Redis without its generation writes nothing (store_timeout)', async () => {
+    const redis = await privateRedis();
+    after(() => redis.stop());
+    const keys = redisKeys('gwtest:private:');
+    const store = await started(new RedisDocStore(redis.url, keys));
+    const admin = new Redis(redis.url);
+    after(() => admin.disconnect());
+    // the marker check runs once a second: a write right after the flush meets the empty store first
+    await admin.flushall();
+    const write = store.put('orgs', 'into-the-void', { n: 1 });
+    const outcome = await write.then(
+      () => 'written',
+      (err: unknown) => (err instanceof GatewayError ? err.type : String(err)),
+    );
+    assert.equal(outcome, 'store_timeout');
+    assert.equal(store.get('orgs', 'into-the-void'), undefined);
+    await eventually(async () => (await admin.get(keys.docGeneration)) !== null, 'the restore');
+    assert.equal(await admin.hget(keys.doc('orgs'), 'into-the-void'), null);
+  });
+
+  it('a marker of another generation over documents (a backup put back) is followed, not overwritten', async () => {
+    const redis = await privateRedis();
+    after(() => redis.stop());
+    const keys = redisKeys('gwtest:private:');
+    const store = await started(new RedisDocStore(redis.url, keys));
+    await store.put('orgs', 'mine', { n: 1 });
+    const admin = new Redis(redis.url);
+    after(() => admin.disconnect());
+    await admin.multi().flushall().hset(keys.doc('orgs'), 'restored', JSON.stringify({ n: 2 })).set(keys.docGeneration, 'from-a-backup').exec();
+    await eventually(() => store.get('orgs', 'restored') !== undefined, 'the reload');
+    assert.equal(store.get('orgs', 'mine'), undefined);
+    assert.equal(await admin.hget(keys.doc('orgs'), 'mine'), null);
   });
 
   it('a putAll delayed in transit past its deadline is dropped by Redis itself: neither document is written', async () => {

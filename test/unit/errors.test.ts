@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { asGatewayError, ERROR_TABLE, GatewayError, type ErrorType } from '../../src/errors.js';
-import { sharedEnvelope } from '../../src/surfaces/envelopes.js';
+import { converseEnvelope, sharedEnvelope } from '../../src/surfaces/envelopes.js';
 
 describe('the error table', () => {
   it('has the documented status for each type', () => {
@@ -68,5 +68,17 @@ describe('the error table', () => {
     const ev = String(sharedEnvelope.renderStreamError(new GatewayError('gateway_timeout', 'idle')));
     assert.match(ev, /^data: \{.*\}\n\n$/);
     assert.equal(JSON.parse(ev.slice(6)).error.type, 'gateway_timeout');
+  });
+
+  it('converse errors: x-amzn-errortype for the SDK, a top-level message and the shared error object', () => {
+    for (const [type, aws] of [
+      ['overloaded', 'ServiceUnavailableException'],
+      ['gateway_timeout', 'ModelTimeoutException'],
+      ['rate_limited', 'ThrottlingException'],
+    ] as const) {
+      const r = converseEnvelope.renderError(new GatewayError(type, 'why'));
+      assert.deepEqual(r.headers, [['x-amzn-errortype', aws]]);
+      assert.deepEqual(JSON.parse(r.body), { message: 'why', error: { message: 'why', type, code: ERROR_TABLE[type].status } });
+    }
   });
 });

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { loadSettings, SettingsError, SettingsSchema } from '../../src/settings.js';
+import { isSecretSetting, loadSettings, SettingsError, SettingsSchema } from '../../src/settings.js';
 
 const SECRETS_KEY = Buffer.alloc(32, 1).toString('base64');
 
@@ -114,6 +114,39 @@ describe('settings', () => {
     assert.ok(problemsOf({ GW_IDP_ISSUER: 'https://idp' }).some((p) => p.startsWith('GW_IDP_JWKS:')));
   });
 
+  // a bad value of each secret setting, shaped like the real thing so a leak is recognizable
+  const badSecrets: Record<string, string> = {
+    GW_SECRETS_KEY: 'c2VjcmV0LWtleS1tYXRlcmlhbC10aGF0LWxlYWtz',
+    GW_SECRETS_KEY_PREVIOUS: `${SECRETS_KEY},not-a-key-but-secret-material`,
+    GW_ADMIN_KEY: 'adm-leaky',
+    GW_CONFIG_SECRET: 'cfg-leaky',
+    GW_REDIS_URL: 'http://:hunter2-password@redis.internal:6379',
+  };
+
+  it('a bad secret setting is named, its value never printed', () => {
+    for (const [name, value] of Object.entries(badSecrets)) {
+      const problems = problemsOf({ [name]: value });
+      assert.ok(problems.some((p) => p.startsWith(`${name}:`)), `${name}: ${JSON.stringify(problems)}`);
+      const text = problems.join('\n');
+      for (const piece of [value, ...value.split(/[,:@/]/).filter((p) => p.length >= 6)]) assert.equal(text.includes(piece), false, `${name} printed: ${text}`);
+    }
+  });
+
+  it('every setting named like a credential is marked secret in the schema', () => {
+    const credentialLike = Object.keys(SettingsSchema.properties).filter((k) => /KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL|REDIS_URL/.test(k));
+    assert.ok(credentialLike.length >= 5);
+    assert.deepEqual(credentialLike.filter((k) => !isSecretSetting(k)), []);
+    assert.equal(isSecretSetting('GW_PORT'), false);
+  });
+
+  it('an enum error names the allowed values once, not "must be equal to constant" per member', () => {
+    const problems = problemsOf({ GW_LOG_LEVEL: 'loud', GW_GUARDRAILS_MODEL_MODE: 'block' });
+    assert.deepEqual(problems, [
+      'GW_LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
+      'GW_GUARDRAILS_MODEL_MODE: must be one of shadow, enforce, off (got "block")',
+    ]);
+  });
+
   it('variables outside the GW_ prefix are ignored', () => {
     assert.doesNotThrow(() => loadSettings({ PATH: '/bin', PORT: 'nonsense' }));
   });
@@ -128,5 +161,19 @@ describe('settings', () => {
     assert.notEqual(run.status, 0);
     assert.equal(run.signal, null, 'start-up hung instead of exiting');
     assert.match(run.stderr, /GW_PORT/);
+  });
+
+  it('`node src/main.ts` with a bad secret exits non-zero, naming it without printing it', () => {
+    const main = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+    const run = spawnSync(process.execPath, ['--import', 'tsx', main], {
+      env: { PATH: process.env['PATH'] ?? '', GW_HOST: '127.0.0.1', GW_PORT: '0', GW_ADMIN_KEY: badSecrets['GW_ADMIN_KEY']!, GW_SECRETS_KEY: badSecrets['GW_SECRETS_KEY']! },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    assert.notEqual(run.status, 0);
+    assert.match(run.stderr, /GW_ADMIN_KEY/);
+    assert.match(run.stderr, /GW_SECRETS_KEY/);
+    assert.equal(run.stderr.includes(badSecrets['GW_ADMIN_KEY']!), false, run.stderr);
+    assert.equal(run.stderr.includes(badSecrets['GW_SECRETS_KEY']!), false, run.stderr);
   });
 });

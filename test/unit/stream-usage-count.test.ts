@@ -12,7 +12,12 @@ import { converseStreamUsage } from '../../src/providers/usage/converse.js';
 import { generateContentStreamUsage } from '../../src/providers/usage/generate-content.js';
 import { messagesStreamUsage } from '../../src/providers/usage/messages.js';
 import { countedUsage, SAMPLE_CHARS } from '../../src/providers/usage/streamed-text.js';
+import { StageClock } from '../../src/http/stages.js';
+import type { GatewayRequest } from '../../src/http/types.js';
+import { createLogger } from '../../src/telemetry/log.js';
+import { createMetrics } from '../../src/telemetry/metrics.js';
 import { InspectorRing } from '../../src/telemetry/ring.js';
+import { TelemetryRows } from '../../src/telemetry/row-sink.js';
 import { converseStreamFrames } from '../fakes/bedrock.js';
 
 const sse = (...events: unknown[]) => Buffer.from(events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join(''));
@@ -88,14 +93,30 @@ describe('accounting a stream that ended without usage', () => {
   const caller = { org: { org_id: 'acme' }, key: { key_id: 'k1' } } as unknown as Caller;
   const body = Buffer.from(JSON.stringify({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hi' }] }));
   const outcome = (o: Partial<RelayOutcome>): RelayOutcome => ({ status: 200, usage: undefined, upstreamMs: 1, overheadMs: 1, dispatched: true, streamed: true, ...o });
-  const record = (o: Partial<RelayOutcome>) => ({ requestId: 'r1', endpoint: 'chat_completions', provider: 'openai' as const, model: 'gpt-4o', caller, latencyMs: 1, requestBody: body, outcome: outcome(o) });
+  const req = { id: 'r1', headers: {}, body, stages: new StageClock() } as unknown as GatewayRequest;
+  const record = (o: Partial<RelayOutcome>) => ({
+    requestId: 'r1',
+    endpoint: 'chat_completions',
+    provider: 'openai' as const,
+    model: 'gpt-4o',
+    caller,
+    latencyMs: 1,
+    requestBody: body,
+    outcome: outcome(o),
+    req,
+    answer: {},
+    failOpenReason: undefined,
+    credentialSource: 'pass_through' as const,
+  });
+  /** the ring behind the real row sink, as accounting feeds it */
+  const rowsInto = (ring: InspectorRing) => new TelemetryRows(ring, undefined, createMetrics(), createLogger('silent'));
 
   it('charges the counted tokens and marks the row usage_estimated', () => {
     const ring = new InspectorRing(4);
-    const cost = account(ring, record({ streamedText: { text: 'hi', chars: 2 } }));
+    const cost = account(rowsInto(ring), record({ streamedText: { text: 'hi', chars: 2 } }));
     const counted = { input_tokens: countTokens(body.toString()), output_tokens: countTokens('hi'), cached_tokens: 0 };
     assert.equal(cost, costUsd('gpt-4o', counted, 'openai'));
-    const row = ring.find('r1');
+    const row = ring.find('acme', 'r1')?.row;
     assert.equal(row?.usage_estimated, true);
     assert.equal(row?.tokens_in, counted.input_tokens);
     assert.equal(row?.tokens_out, counted.output_tokens);
@@ -105,13 +126,13 @@ describe('accounting a stream that ended without usage', () => {
   it('a reply that reports usage is not estimated', () => {
     const ring = new InspectorRing(4);
     const usage = { input_tokens: 12, output_tokens: 5, cached_tokens: 2 };
-    assert.equal(account(ring, record({ usage })), costUsd('gpt-4o', usage, 'openai'));
-    assert.equal(ring.find('r1')?.usage_estimated, false);
+    assert.equal(account(rowsInto(ring), record({ usage })), costUsd('gpt-4o', usage, 'openai'));
+    assert.equal(ring.find('acme', 'r1')?.row.usage_estimated, false);
   });
 
   it('a client gone before any reply byte keeps the whole reservation (no cost to settle on)', () => {
     const ring = new InspectorRing(4);
-    assert.equal(account(ring, record({ status: 499, streamed: false })), undefined);
-    assert.equal(ring.find('r1')?.usage_estimated, false);
+    assert.equal(account(rowsInto(ring), record({ status: 499, streamed: false })), undefined);
+    assert.equal(ring.find('acme', 'r1')?.row.usage_estimated, false);
   });
 });

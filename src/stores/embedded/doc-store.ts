@@ -1,7 +1,7 @@
 import { mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GatewayError } from '../../errors.js';
-import { COLLECTIONS, Mirror, type Collection, type DocStore, type DocWrite, type StoreLog, type WriteOptions } from '../types.js';
+import { COLLECTIONS, Mirror, writeDeadline, type Collection, type DocStore, type DocWrite, type StoreLog, type WriteOptions } from '../types.js';
 
 const FILE = 'state.json';
 const LOCK = 'state.lock';
@@ -59,28 +59,28 @@ export class EmbeddedDocStore extends Mirror implements DocStore {
     }
   }
 
-  async put(collection: Collection, id: string, doc: object): Promise<void> {
-    await this.change([{ collection, id, doc: structuredClone(doc) }]);
+  async put(collection: Collection, id: string, doc: object, options: WriteOptions = {}): Promise<void> {
+    await this.change([{ collection, id, doc: structuredClone(doc) }], options);
   }
 
-  /** Applied together in this event-loop turn, persisted by one flush, undone together when that flush fails. */
+  /** Applied together in this event-loop turn, persisted by one flush, undone together when that flush fails or ends past the deadline. */
   async putAll(writes: readonly DocWrite[], options: WriteOptions = {}): Promise<void> {
-    if (options.deadline !== undefined && Date.now() > options.deadline) {
-      throw new GatewayError('store_timeout', 'the write reached the store past its deadline; nothing was written');
-    }
-    await this.change(writes.map((w) => ({ collection: w.collection, id: w.id, doc: structuredClone(w.doc) })));
+    await this.change(
+      writes.map((w) => ({ collection: w.collection, id: w.id, doc: structuredClone(w.doc) })),
+      options,
+    );
   }
 
-  async create<T extends object>(collection: Collection, id: string, doc: T): Promise<{ created: boolean; current: T }> {
+  async create<T extends object>(collection: Collection, id: string, doc: T, options: WriteOptions = {}): Promise<{ created: boolean; current: T }> {
     const existing = this.get<T>(collection, id);
     if (existing !== undefined) return { created: false, current: existing };
-    await this.change([{ collection, id, doc: structuredClone(doc) }]);
+    await this.change([{ collection, id, doc: structuredClone(doc) }], options);
     return { created: true, current: this.get<T>(collection, id) ?? doc };
   }
 
-  async delete(collection: Collection, id: string): Promise<boolean> {
+  async delete(collection: Collection, id: string, options: WriteOptions = {}): Promise<boolean> {
     if (!this.has(collection, id)) return false;
-    await this.change([{ collection, id, doc: undefined }]);
+    await this.change([{ collection, id, doc: undefined }], options);
     return true;
   }
 
@@ -121,24 +121,38 @@ export class EmbeddedDocStore extends Mirror implements DocStore {
 
   /**
    * Applies changes and waits until they are on disk. When the flush fails,
-   * each change is undone (unless something newer replaced it) and the caller
-   * gets the error: an acknowledged write is a persisted one.
+   * or has not ended by the deadline, each change is undone (unless something
+   * newer replaced it) and the caller gets the error: an acknowledged write is
+   * a persisted one, and a rejected one does not stand. The undo of a late
+   * flush is itself flushed, so the file follows.
    */
-  private async change(changes: ReadonlyArray<{ collection: Collection; id: string; doc: unknown }>): Promise<void> {
+  private async change(changes: ReadonlyArray<{ collection: Collection; id: string; doc: unknown }>, options: WriteOptions): Promise<void> {
+    const deadline = writeDeadline(options);
+    if (Date.now() > deadline) throw new GatewayError('store_timeout', 'the write reached the store past its deadline; nothing was written');
     const previous = changes.map((c) => this.get(c.collection, c.id));
     for (const c of changes) this.apply(c.collection, c.id, c.doc);
     if (!this.dir) return;
     const applied = changes.map((c) => this.get(c.collection, c.id));
-    const seq = ++this.changeSeq;
-    try {
-      await this.flushThrough(seq);
-    } catch (err) {
+    const undo = () =>
       changes.forEach((c, i) => {
         if (this.get(c.collection, c.id) === applied[i]) this.apply(c.collection, c.id, previous[i]);
       });
-      const what = changes.map((c) => `${c.collection}/${c.id}`).join(', ');
+    const what = changes.map((c) => `${c.collection}/${c.id}`).join(', ');
+    const flushed = this.flushThrough(++this.changeSeq);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, deadline - Date.now()))));
+    try {
+      if ((await Promise.race([flushed, late])) !== 'late') return;
+    } catch (err) {
+      undo();
       throw new Error(`GW_DATA_DIR: cannot persist ${what}: ${(err as Error).message}`, { cause: err });
+    } finally {
+      clearTimeout(timer);
     }
+    undo();
+    flushed.catch(() => undefined);
+    this.flushThrough(++this.changeSeq).catch((err: unknown) => this.log.error({ err, changes: what }, 'GW_DATA_DIR: cannot persist the undo of a write past its deadline'));
+    throw new GatewayError('store_timeout', `GW_DATA_DIR: ${what} not persisted by the write deadline; undone`);
   }
 
   private async flushThrough(seq: number): Promise<void> {

@@ -4,23 +4,39 @@
  * the channel is the order of the writes: a replica that applies the messages
  * in turn ends with exactly what Redis holds.
  *
- * KEYS[1] the collection's hash, KEYS[2] the change channel;
- * ARGV[1] the document id, ARGV[2] the document's JSON, ARGV[3] the message.
- * Each returns 1 when it wrote, 0 when it did not; gwDocCreate returns the
- * document already there instead of 0.
+ * Every script first checks two things and writes nothing when either fails:
+ * - the write's deadline, in ms on Redis's own clock (returns -1): a caller
+ *   that gave up (and answered 504) never sees its write land later;
+ * - the generation marker, which must hold the generation the writer's mirror
+ *   follows (returns -2): a write never lands in a Redis that lost the
+ *   documents (restarted empty), where it would stand alone until the mirror
+ *   is restored over it.
+ */
+const GUARDS = (deadline: string, marker: string, generation: string) => `
+local t = redis.call('TIME')
+if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > tonumber(${deadline}) then return -1 end
+if redis.call('GET', ${marker}) ~= ${generation} then return -2 end`;
+const ONE_DOC_GUARDS = GUARDS('ARGV[4]', 'KEYS[3]', 'ARGV[5]');
+
+/**
+ * KEYS[1] the collection's hash, KEYS[2] the change channel, KEYS[3] the
+ * generation marker; ARGV[1] the document id, ARGV[2] the document's JSON,
+ * ARGV[3] the message, ARGV[4] the deadline, ARGV[5] the generation. Each
+ * returns 1 when it wrote, 0 when it did not, -1 past the deadline, -2 on
+ * another generation; gwDocCreate returns the document already there instead of 0.
  */
 export const DOC_SCRIPTS = {
-  gwDocPut: `
+  gwDocPut: `${ONE_DOC_GUARDS}
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('PUBLISH', KEYS[2], ARGV[3])
 return 1`,
-  gwDocCreate: `
+  gwDocCreate: `${ONE_DOC_GUARDS}
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 if current then return current end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('PUBLISH', KEYS[2], ARGV[3])
 return 1`,
-  gwDocDelete: `
+  gwDocDelete: `${ONE_DOC_GUARDS}
 if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('PUBLISH', KEYS[2], ARGV[3])
 return 1`,
@@ -28,22 +44,27 @@ return 1`,
 
 export type DocScript = keyof typeof DOC_SCRIPTS;
 
+/** What a script returns when it wrote nothing: it reached Redis past its deadline, or Redis holds another generation. */
+export const PAST_DEADLINE_REPLY = -1;
+export const OTHER_GENERATION_REPLY = -2;
+
 /**
  * Several documents in one atomic step (`putAll`), each change published as
  * its own message in order, so replicas and the reload logic see ordinary
  * puts. Keys and arguments vary in number:
- * KEYS[1] the change channel, KEYS[1 + j] the hash of the j-th document;
- * ARGV[1] a deadline in ms on Redis's clock ('' for none): past it nothing is
- * written and the script returns 0; then per document ARGV[3j - 1] its id,
- * ARGV[3j] its JSON, ARGV[3j + 1] its message. Returns 1 when it wrote.
+ * KEYS[1] the change channel, KEYS[2] the generation marker, KEYS[2 + j] the
+ * hash of the j-th document; ARGV[1] the deadline, ARGV[2] the generation,
+ * then per document ARGV[3j] its id, ARGV[3j + 1] its JSON, ARGV[3j + 2] its
+ * message. Returns 1 when it wrote, -1 or -2 as the scripts above.
  */
-export const DOC_PUT_ALL_SCRIPT = `
-if ARGV[1] ~= '' then
-  local t = redis.call('TIME')
-  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > tonumber(ARGV[1]) then return 0 end
-end
-for j = 1, #KEYS - 1 do
-  redis.call('HSET', KEYS[j + 1], ARGV[3 * j - 1], ARGV[3 * j])
-  redis.call('PUBLISH', KEYS[1], ARGV[3 * j + 1])
+export const DOC_PUT_ALL_SCRIPT = `${GUARDS('ARGV[1]', 'KEYS[2]', 'ARGV[2]')}
+for j = 1, #KEYS - 2 do
+  redis.call('HSET', KEYS[j + 2], ARGV[3 * j], ARGV[3 * j + 1])
+  redis.call('PUBLISH', KEYS[1], ARGV[3 * j + 2])
 end
 return 1`;
+
+/** Releases the restore lease only when this replica still holds it. KEYS[1] the lease, ARGV[1] the holder. */
+export const RELEASE_LEASE_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;

@@ -1,21 +1,43 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { GatewayError } from '../../errors.js';
-import { COLLECTIONS, Mirror, type Collection, type DocStore, type DocWrite, type StoreLog, type WriteOptions } from '../types.js';
-import { DOC_PUT_ALL_SCRIPT, DOC_SCRIPTS, type DocScript } from './doc-scripts.js';
+import { COLLECTIONS, Mirror, STORE_WRITE_BOUND_MS, writeDeadline, type Collection, type DocStore, type DocWrite, type StoreLog, type WriteOptions } from '../types.js';
+import { DOC_PUT_ALL_SCRIPT, DOC_SCRIPTS, OTHER_GENERATION_REPLY, PAST_DEADLINE_REPLY, RELEASE_LEASE_SCRIPT, type DocScript } from './doc-scripts.js';
+import { throttledWarn } from '../../telemetry/throttled-log.js';
 import type { RedisKeys } from './prefixes.js';
 
 /** How long a writer waits for its own change to come back through pub/sub. */
 const ECHO_WAIT_MS = 1000;
-/** Bound on one store command; past it a write answers 504 store_timeout. */
-const COMMAND_TIMEOUT_MS = 5000;
+/** Bound on one store command; past it a write answers 504 store_timeout (and, carrying a deadline no later, is not applied afterwards). */
+const COMMAND_TIMEOUT_MS = STORE_WRITE_BOUND_MS;
 const CONNECT_TIMEOUT_MS = 5000;
 const RESYNC_RETRY_MS = 1000;
+/** How often a replica checks the generation marker: Redis can lose its data (FLUSHALL, a failover to an empty replica) without dropping a connection. */
+const GENERATION_CHECK_MS = 1000;
+/** Long enough to write every document back; a replica that dies meanwhile leaves the restore to another once it lapses. */
+const RESTORE_LEASE_MS = 30_000;
 
 type ScriptedRedis = Redis &
-  Record<DocScript, (hash: string, channel: string, id: string, doc: string, message: string) => Promise<number | string>> & {
+  Record<DocScript, (hash: string, channel: string, marker: string, id: string, doc: string, message: string, deadline: string, generation: string) => Promise<number | string>> & {
     gwDocPutAll(numKeys: number, ...keysThenArgs: string[]): Promise<number>;
+    gwReleaseLease(lease: string, holder: string): Promise<number>;
   };
+
+/** What the store reports beyond its log. */
+export interface RedisDocStoreHooks {
+  /** Redis lost the documents (or was replaced by an empty store); called once per incident */
+  onDataLoss?: () => void;
+}
+
+/** Redis as one reload read it: every collection's documents and the generation marker. */
+interface Snapshot {
+  docs: Array<Record<string, string>>;
+  generation: string | null;
+  empty: boolean;
+}
+
+/** A restore another replica holds the lease for (or that lost a race): retried quietly until Redis is whole again. */
+class RestorePending extends Error {}
 
 /** One change as this store writes and publishes it; `text` undefined deletes. */
 interface Change {
@@ -27,6 +49,9 @@ interface Change {
 
 /** A change as published: [op, collection, id, writer token, document or null]. */
 type ChangeMessage = ['p' | 'd', string, string, string, unknown];
+/** Published by a replica that wrote its mirror back into Redis: [op, its origin]; every other replica reloads. */
+const RESTORED = 'r';
+type RestoredMessage = [typeof RESTORED, string];
 
 /**
  * Redis-backed store: one hash per collection, one pub/sub channel announcing
@@ -49,18 +74,28 @@ export class RedisDocStore extends Mirror implements DocStore {
   private started = false;
   private closed = false;
   private lastError: Error | undefined;
+  /** the generation of the data set the mirror follows (the marker's value); undefined until the first load */
+  private generation: string | undefined;
+  /** set from the moment a loss is seen until Redis holds the mirror again: one metric and one error line per incident */
+  private lossSeen = false;
+  private generationTimer: NodeJS.Timeout | undefined;
+  private checkingGeneration = false;
+  private readonly warnNotEchoed: (obj: object) => void;
 
   constructor(
     private readonly url: string,
     private readonly keys: RedisKeys,
     log?: StoreLog,
+    private readonly hooks: RedisDocStoreHooks = {},
   ) {
     super(log);
+    this.warnNotEchoed = throttledWarn(this.log, 'store change not echoed in time; applied locally');
     const common = { lazyConnect: true, connectTimeout: CONNECT_TIMEOUT_MS } as const;
     // connection names let an operator (and the tests) tell the store's connections apart in CLIENT LIST
     this.cmd = new Redis(url, { ...common, connectionName: `${keys.docChannel}:cmd`, maxRetriesPerRequest: 1, commandTimeout: COMMAND_TIMEOUT_MS }) as ScriptedRedis;
-    for (const [name, lua] of Object.entries(DOC_SCRIPTS)) this.cmd.defineCommand(name, { numberOfKeys: 2, lua });
+    for (const [name, lua] of Object.entries(DOC_SCRIPTS)) this.cmd.defineCommand(name, { numberOfKeys: 3, lua });
     this.cmd.defineCommand('gwDocPutAll', { lua: DOC_PUT_ALL_SCRIPT });
+    this.cmd.defineCommand('gwReleaseLease', { numberOfKeys: 1, lua: RELEASE_LEASE_SCRIPT });
     // resubscribing is ours to do: the reload must start only once the subscription is live again
     this.sub = new Redis(url, { ...common, connectionName: `${keys.docChannel}:sub`, maxRetriesPerRequest: null, autoResubscribe: false });
   }
@@ -83,36 +118,46 @@ export class RedisDocStore extends Mirror implements DocStore {
       throw new Error(`GW_REDIS_URL: cannot use Redis at ${redactUrl(this.url)}: ${reason}`, { cause: err });
     }
     this.started = true;
+    this.generationTimer = setInterval(() => this.checkGeneration(), GENERATION_CHECK_MS);
+    this.generationTimer.unref();
   }
 
-  async put(collection: Collection, id: string, doc: object): Promise<void> {
-    await this.write('gwDocPut', { op: 'p', collection, id, text: JSON.stringify(doc) });
+  async put(collection: Collection, id: string, doc: object, options: WriteOptions = {}): Promise<void> {
+    await this.write('gwDocPut', { op: 'p', collection, id, text: JSON.stringify(doc) }, options);
   }
 
   async putAll(writes: readonly DocWrite[], options: WriteOptions = {}): Promise<void> {
     if (writes.length === 0) return;
-    const deadline = options.deadline === undefined ? '' : String(await this.onRedisClock(options.deadline));
+    const deadline = await this.onRedisClock(writeDeadline(options));
     const changes: Change[] = writes.map((w) => ({ op: 'p', collection: w.collection, id: w.id, text: JSON.stringify(w.doc) }));
     const hashes = changes.map((c) => this.keys.doc(c.collection));
-    const wrote = await this.run(changes, (messages) =>
-      this.cmd.gwDocPutAll(1 + changes.length, this.keys.docChannel, ...hashes, deadline, ...changes.flatMap((c, i) => [c.id, c.text as string, messages[i] as string])),
+    await this.run(changes, (messages) =>
+      this.cmd.gwDocPutAll(
+        2 + changes.length,
+        this.keys.docChannel,
+        this.keys.docGeneration,
+        ...hashes,
+        deadline,
+        this.generation ?? '',
+        ...changes.flatMap((c, i) => [c.id, c.text as string, messages[i] as string]),
+      ),
     );
-    if (wrote === false) throw new GatewayError('store_timeout', 'the write reached the configuration store past its deadline; nothing was written');
   }
 
-  async create<T extends object>(collection: Collection, id: string, doc: T): Promise<{ created: boolean; current: T }> {
+  async create<T extends object>(collection: Collection, id: string, doc: T, options: WriteOptions = {}): Promise<{ created: boolean; current: T }> {
     const text = JSON.stringify(doc);
-    const wrote = await this.write('gwDocCreate', { op: 'p', collection, id, text });
+    const wrote = await this.write('gwDocCreate', { op: 'p', collection, id, text }, options);
     if (typeof wrote === 'string') return { created: false, current: JSON.parse(wrote) as T };
     return { created: true, current: this.get<T>(collection, id) ?? (JSON.parse(text) as T) };
   }
 
-  async delete(collection: Collection, id: string): Promise<boolean> {
-    return (await this.write('gwDocDelete', { op: 'd', collection, id, text: undefined })) === true;
+  async delete(collection: Collection, id: string, options: WriteOptions = {}): Promise<boolean> {
+    return (await this.write('gwDocDelete', { op: 'd', collection, id, text: undefined }, options)) === true;
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.generationTimer);
     for (const release of this.echoes.values()) release();
     this.echoes.clear();
     this.sub.disconnect();
@@ -123,9 +168,10 @@ export class RedisDocStore extends Mirror implements DocStore {
    * `deadline` (this host's clock) on Redis's clock: Redis TIME plus what is
    * left of the bound once TIME answered. Never later than the caller's own
    * deadline, and no agreement between the two hosts' clocks is assumed. Past
-   * the deadline already: nothing is sent.
+   * the deadline already: nothing is sent. The script is sent once TIME
+   * answered, so its command timeout ends no earlier than this deadline.
    */
-  private async onRedisClock(deadline: number): Promise<number> {
+  private async onRedisClock(deadline: number): Promise<string> {
     let now: number;
     try {
       const [seconds, micros] = (await this.cmd.time()) as unknown as [string | number, string | number];
@@ -135,12 +181,15 @@ export class RedisDocStore extends Mirror implements DocStore {
     }
     const left = deadline - Date.now();
     if (left <= 0) throw new GatewayError('store_timeout', 'the configuration store answered past the write deadline; nothing was written');
-    return now + left;
+    return String(now + left);
   }
 
-  /** One document's script: its hash, the channel, the id, the JSON and the message. */
-  private write(name: DocScript, change: Change): Promise<true | false | string> {
-    return this.run([change], (messages) => this.cmd[name](this.keys.doc(change.collection), this.keys.docChannel, change.id, change.text ?? '', messages[0] as string));
+  /** One document's script: its hash, the channel, the id, the JSON, the message and the deadline. */
+  private async write(name: DocScript, change: Change, options: WriteOptions): Promise<true | false | string> {
+    const deadline = await this.onRedisClock(writeDeadline(options));
+    return this.run([change], (messages) =>
+      this.cmd[name](this.keys.doc(change.collection), this.keys.docChannel, this.keys.docGeneration, change.id, change.text ?? '', messages[0] as string, deadline, this.generation ?? ''),
+    );
   }
 
   /**
@@ -165,10 +214,15 @@ export class RedisDocStore extends Mirror implements DocStore {
     }
     if (wrote !== 1) {
       echo.cancel();
+      if (wrote === PAST_DEADLINE_REPLY) throw new GatewayError('store_timeout', 'the write reached the configuration store past its deadline; nothing was written');
+      if (wrote === OTHER_GENERATION_REPLY) {
+        this.checkGeneration();
+        throw new GatewayError('store_timeout', 'the configuration store lost its data and is being restored from the gateway; nothing was written');
+      }
       return wrote === 0 ? false : String(wrote);
     }
     if (!(await echo.arrived)) {
-      this.log.warn({ changes: changes.map((c) => `${c.collection}/${c.id}`), waited_ms: ECHO_WAIT_MS }, 'store change not echoed in time; applied locally');
+      this.warnNotEchoed({ changes: changes.map((c) => `${c.collection}/${c.id}`), waited_ms: ECHO_WAIT_MS });
       for (const c of changes) this.apply(c.collection, c.id, c.text === undefined ? undefined : JSON.parse(c.text));
     }
     return true;
@@ -200,13 +254,18 @@ export class RedisDocStore extends Mirror implements DocStore {
   }
 
   private applyMessage(message: string): void {
-    let parsed: ChangeMessage;
+    let parsed: ChangeMessage | RestoredMessage;
     try {
-      parsed = JSON.parse(message) as ChangeMessage;
+      parsed = JSON.parse(message) as ChangeMessage | RestoredMessage;
       // anything may be published on the channel: only a change message's shape is applied
-      if (!Array.isArray(parsed) || parsed.length < 4 || typeof parsed[1] !== 'string' || typeof parsed[2] !== 'string') throw new Error('not a change');
+      if (!Array.isArray(parsed) || typeof parsed[1] !== 'string' || (parsed[0] !== RESTORED && (parsed.length < 4 || typeof parsed[2] !== 'string'))) throw new Error('not a change');
     } catch {
       this.log.warn({ channel: this.keys.docChannel }, 'ignored a malformed store change message');
+      return;
+    }
+    if (parsed[0] === RESTORED) {
+      // another replica wrote its mirror back: what Redis holds is whole again
+      if (parsed[1] !== this.origin && this.started && !this.closed) void this.resyncUntilDone();
       return;
     }
     const [op, collection, id, token, doc] = parsed;
@@ -235,36 +294,129 @@ export class RedisDocStore extends Mirror implements DocStore {
   private resync(): Promise<void> {
     const run = (this.resyncing ?? Promise.resolve()).then(() => this.reload());
     const tracked = run.finally(() => {
-      if (this.resyncing === tracked) this.resyncing = undefined;
+      if (this.resyncing === settled) this.resyncing = undefined;
     });
-    this.resyncing = tracked.catch(() => undefined);
+    const settled = tracked.catch(() => undefined);
+    this.resyncing = settled;
     return tracked;
   }
 
   /**
-   * Subscribes, then snapshots every collection; messages arriving meanwhile
-   * are held and applied after the snapshot. Each held message is at least as
-   * new as the snapshot's view of its document or older with a newer message
-   * after it, so replaying them in order ends in Redis's state.
+   * Subscribes, then snapshots every collection with the generation marker;
+   * messages arriving meanwhile are held and applied after the snapshot. Each
+   * held message is at least as new as the snapshot's view of its document or
+   * older with a newer message after it, so replaying them in order ends in
+   * Redis's state.
+   *
+   * The snapshot replaces the mirror only when it belongs to the generation
+   * the mirror follows. A Redis without the marker (restarted empty, flushed)
+   * or whose marker names another generation while it holds no document has
+   * lost the data, not changed it: the mirror stays and is written back
+   * (`restore`). A marker of another generation over documents is a data set
+   * an operator put there (a backup): it is adopted.
    */
   private async reload(): Promise<void> {
     const held: string[] = [];
     this.buffered = held;
     try {
       await this.sub.subscribe(this.keys.docChannel);
-      const replies = await this.cmd.multi(COLLECTIONS.map((c) => ['hgetall', this.keys.doc(c)])).exec();
-      COLLECTIONS.forEach((c, i) => {
-        const [err, all] = replies?.[i] ?? [new Error('no reply')];
-        if (err) throw err;
-        this.replaceCollection(c, all as Record<string, string>);
-      });
+      let snapshot = await this.snapshot();
+      if (this.generation === undefined && snapshot.generation === null) {
+        // first load of a new deployment (or of data written before markers): it gets its generation
+        await this.cmd.set(this.keys.docGeneration, randomUUID(), 'NX');
+        snapshot = await this.snapshot();
+      }
+      if (this.generation === undefined || snapshot.generation === this.generation || (snapshot.generation !== null && !snapshot.empty)) {
+        if (this.generation !== undefined && snapshot.generation !== this.generation) {
+          this.log.warn({ was: this.generation, now: snapshot.generation }, 'the configuration store holds another data set (another generation); following it');
+        }
+        this.generation = snapshot.generation ?? undefined;
+        this.lossSeen = false;
+        COLLECTIONS.forEach((c, i) => this.replaceCollection(c, snapshot.docs[i] ?? {}));
+      } else {
+        await this.restore(snapshot.generation);
+      }
     } catch (err) {
-      if (this.started) this.log.error({ err }, `store reload after reconnect failed; retrying in ${RESYNC_RETRY_MS} ms`);
+      if (this.started && !(err instanceof RestorePending)) this.log.error({ err }, `store reload after reconnect failed; retrying in ${RESYNC_RETRY_MS} ms`);
       throw err;
     } finally {
       this.buffered = undefined;
       for (const m of held) this.applyMessage(m);
     }
+  }
+
+  private async snapshot(): Promise<Snapshot> {
+    const replies = await this.cmd
+      .multi([...COLLECTIONS.map((c) => ['hgetall', this.keys.doc(c)]), ['get', this.keys.docGeneration]])
+      .exec();
+    const results = COLLECTIONS.map((_c, i) => {
+      const [err, all] = replies?.[i] ?? [new Error('no reply')];
+      if (err) throw err;
+      return all as Record<string, string>;
+    });
+    const [err, generation] = replies?.[COLLECTIONS.length] ?? [new Error('no reply')];
+    if (err) throw err;
+    return { docs: results, generation: generation as string | null, empty: results.every((d) => Object.keys(d).length === 0) };
+  }
+
+  /**
+   * Redis lost the documents: keep serving from the mirror and write it back,
+   * the marker last and in the same transaction, so a restore cut short is
+   * redone. One replica restores under a lease; the transaction is dropped if
+   * the marker changed since it was read (another replica restored first).
+   * Writes are refused meanwhile (their scripts check the marker), so nothing
+   * written into the empty store is lost under the restore.
+   */
+  private async restore(seen: string | null): Promise<void> {
+    if (!this.lossSeen) {
+      this.lossSeen = true;
+      this.hooks.onDataLoss?.();
+      this.log.error(
+        { generation: this.generation, found: seen, documents: COLLECTIONS.reduce((n, c) => n + (this.data.get(c)?.size ?? 0), 0) },
+        'Redis lost the configuration documents (generation marker missing or on an empty store); serving from the mirror and restoring Redis from it',
+      );
+    }
+    const lease = await this.cmd.set(this.keys.docRestoreLease, this.origin, 'PX', RESTORE_LEASE_MS, 'NX');
+    if (lease !== 'OK') throw new RestorePending('another replica is restoring the store');
+    try {
+      await this.cmd.watch(this.keys.docGeneration);
+      if ((await this.cmd.get(this.keys.docGeneration)) !== seen) {
+        await this.cmd.unwatch();
+        throw new RestorePending('the store changed while the restore started');
+      }
+      const tx = this.cmd.multi();
+      for (const c of COLLECTIONS) {
+        tx.del(this.keys.doc(c));
+        const fields = [...(this.data.get(c) ?? [])].flatMap(([id, doc]) => [id, JSON.stringify(doc)]);
+        if (fields.length > 0) tx.hset(this.keys.doc(c), ...fields);
+      }
+      tx.set(this.keys.docGeneration, this.generation as string);
+      tx.publish(this.keys.docChannel, JSON.stringify([RESTORED, this.origin]));
+      const done = await tx.exec();
+      if (done === null) throw new RestorePending('the store changed during the restore');
+      const failed = done.find(([err]) => err);
+      if (failed) throw failed[0] as Error;
+    } finally {
+      await this.cmd.gwReleaseLease(this.keys.docRestoreLease, this.origin).catch(() => undefined);
+    }
+    this.lossSeen = false;
+    this.log.warn({ generation: this.generation }, 'configuration store restored from this replica\'s mirror');
+  }
+
+  /** A marker that no longer names the mirror's generation starts a resync (which restores when the data is gone). */
+  private checkGeneration(): void {
+    if (this.checkingGeneration || this.resyncing || this.closed) return;
+    this.checkingGeneration = true;
+    this.cmd
+      .get(this.keys.docGeneration)
+      .then(
+        (found) => {
+          if (found !== this.generation && !this.closed) void this.resyncUntilDone();
+        },
+        // Redis away: the connection watch reports it, and the reconnect resyncs
+        () => undefined,
+      )
+      .finally(() => (this.checkingGeneration = false));
   }
 
   private replaceCollection(collection: Collection, all: Record<string, string>): void {

@@ -7,6 +7,10 @@ export function redisKeys(prefix: string) {
   return {
     doc: (collection: string) => `${prefix}doc:${collection}`,
     docChannel: `${prefix}doc-changes`,
+    /** the id of the data set the documents belong to, written with them: missing or changed = Redis lost (or replaced) them */
+    docGeneration: `${prefix}doc-generation`,
+    /** held (SET NX PX) by the one replica writing its mirror back into a Redis that lost the documents */
+    docRestoreLease: `${prefix}doc-restore-lease`,
     /** spend of one org and period kind in its current period: period, settled, reserved and each reservation (hash tag keeps the pair on one slot) */
     meterSpend: (account: string) => `${prefix}meter:{${account}}:spend`,
     /** lease expiry of each reservation of that account (zset) */

@@ -49,5 +49,5 @@ export const cloudyCase: ConformanceCase = {
       assert.deepEqual(body, { message: 'scripted 429' });
     },
   },
-  errorType: (body) => (body as { type?: string } | undefined)?.type,
+  errorType: (body) => (body as { error?: { type?: string } } | undefined)?.error?.type,
 };

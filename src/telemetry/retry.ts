@@ -1,0 +1,40 @@
+import { createHash } from 'node:crypto';
+
+/** a body seen again from the same key within this window is a retry */
+const WINDOW_MS = 60_000;
+/** the bodies remembered per process; the oldest go first */
+const MAX_REMEMBERED = 10_000;
+
+/** A digest of a request body: only the digest is remembered, never the body. */
+export const bodyDigest = (body: Buffer): string | undefined => (body.length === 0 ? undefined : createHash('sha1').update(body).digest('base64'));
+
+/**
+ * Recognises client retries: the official SDKs' `x-stainless-retry-count`
+ * above 0, or the same body from the same key within a minute. The memory of
+ * recent bodies is per process and bounded.
+ */
+export class RetryDetector {
+  private readonly seen = new Map<string, number>();
+
+  isRetry(keyId: string, headers: Readonly<Record<string, string>>, digest: string | undefined, now: number): boolean {
+    const count = Number(headers['x-stainless-retry-count'] ?? 0);
+    let repeated = false;
+    if (digest !== undefined) {
+      const id = `${keyId} ${digest}`;
+      const at = this.seen.get(id);
+      repeated = at !== undefined && now - at <= WINDOW_MS;
+      // re-inserted so insertion order stays oldest first
+      this.seen.delete(id);
+      this.seen.set(id, now);
+      this.evict(now);
+    }
+    return count > 0 || repeated;
+  }
+
+  private evict(now: number): void {
+    for (const [id, at] of this.seen) {
+      if (this.seen.size <= MAX_REMEMBERED && now - at <= WINDOW_MS) return;
+      this.seen.delete(id);
+    }
+  }
+}

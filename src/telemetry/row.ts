@@ -1,0 +1,253 @@
+import type { Usage } from '../providers/types.js';
+import type { RequestLines } from './request-log.js';
+
+/** One skill stage's outcome on one request, as the skill engine reports it. */
+export interface SkillOutcome {
+  skill: string;
+  mode: string;
+  /** treatment or control for a canary; the mode's own name otherwise */
+  arm: string;
+  outcome: string;
+  ms: number;
+  detail?: string;
+  /** input tokens the skill removed when it acted */
+  tokens_saved?: number;
+}
+
+/**
+ * What accounting knows about a finished request: the narrow input of the
+ * telemetry pipeline. Bodies never enter it; `bodyHash` is the only trace of
+ * the request body (retry detection).
+ */
+export interface FinishedRequest {
+  requestId: string;
+  /** the caller's request headers (the usage dimensions and retry count are read from them) */
+  headers: Readonly<Record<string, string>>;
+  /** a digest of the request body, compared with the same key's bodies of the last minute */
+  bodyHash: string | undefined;
+  tenantId: string;
+  keyId: string;
+  /** the org's plan */
+  tier: string;
+  surface: string;
+  provider: string;
+  model: string | undefined;
+  status: number;
+  usage: Usage | undefined;
+  /** the vendor billed a call whose usage the gateway never saw: tokens are the gateway's own count */
+  usageEstimated: boolean;
+  costUsd: number;
+  latencyMs: number;
+  overheadMs: number | undefined;
+  /** time from accept to the status line of a streamed reply */
+  ttfbMs: number | undefined;
+  streamed: boolean;
+  servedBy: 'pipeline' | 'cache' | 'direct_passthrough';
+  /** why the request was relayed directly (fail-open) */
+  failOpenReason: string | undefined;
+  /** the gateway's own error that ended the exchange */
+  errorDetail: string | undefined;
+  /** x-gw-stage-durations as sent */
+  stages: string;
+  credentialSource: 'pass_through' | 'stored' | undefined;
+  skills: readonly SkillOutcome[];
+  budget: { reserved_usd: number; settled_usd: number } | null;
+  rateLimit: { remaining: number } | null;
+  /** the request's own log lines, kept with its ring entry */
+  lines: RequestLines | undefined;
+}
+
+/** The durable row: every column the durable list, the single read and usage answer from. */
+export interface RequestRow {
+  request_id: string;
+  ts: string;
+  tenant_id: string;
+  key_id: string;
+  session_id: string | null;
+  task_id: string | null;
+  team: string | null;
+  use_case: string | null;
+  desk: string | null;
+  pm: string | null;
+  strategy: string | null;
+  cost_centre: string | null;
+  project: string | null;
+  model: string | null;
+  provider: string;
+  surface: string;
+  channel: string;
+  tier: string;
+  relay_reason: string | null;
+  optimization_state: string;
+  status: number;
+  cache_tier: string | null;
+  destination_id: string | null;
+  model_serving_route: string;
+  egress_mode: string | null;
+  error_detail: string | null;
+  tokens_in: number;
+  tokens_out: number;
+  tokens_saved: number;
+  cost_usd: number;
+  latency_ms: number;
+  overhead_ms: number | null;
+  retry: boolean;
+  usage_estimated: boolean;
+  skills: Record<string, { arm: string; outcome: string }>;
+}
+
+export interface StageTiming {
+  stage: string;
+  ms: number;
+  running?: true;
+}
+
+/** What the gateway decided about a request, and why. */
+export interface DecisionRecord {
+  served_by: FinishedRequest['servedBy'];
+  stages: StageTiming[];
+  route: { provider: string; model: string | null; routed_model: string | null; reason: string | null };
+  skills: SkillOutcome[];
+  cache: { result: 'hit' | 'miss' | 'off' | 'bypass'; similarity?: number };
+  budget: { reserved_usd: number; settled_usd: number } | null;
+  rate_limit: { remaining: number } | null;
+  fail_open: { reason: string } | null;
+}
+
+/** A row as the inspector feed shows it. */
+export interface InspectorRow {
+  request_id: string;
+  ts: string;
+  tenant_id: string;
+  key_id: string;
+  endpoint: string;
+  provider: string;
+  model: string | null;
+  routed_model: string | null;
+  route_reason: string | null;
+  cache: DecisionRecord['cache']['result'];
+  tokens_in: number;
+  tokens_out: number;
+  tokens_saved: number;
+  cost_usd: number;
+  status: number;
+  latency_ms: number;
+  prompt_preview: string;
+}
+
+/** The request headers of the usage dimensions, by row column. */
+const DIMENSION_HEADERS = {
+  session_id: 'x-gw-session',
+  task_id: 'x-gw-task',
+  team: 'x-gw-team',
+  use_case: 'x-gw-use-case',
+  desk: 'x-gw-desk',
+  pm: 'x-gw-pm',
+  strategy: 'x-gw-strategy',
+  cost_centre: 'x-gw-cost-centre',
+  project: 'x-gw-project',
+} as const;
+
+/** a caller's label is kept to this many characters */
+const MAX_LABEL = 128;
+const label = (v: string | undefined): string | null => (v === undefined || v === '' ? null : v.length > MAX_LABEL ? v.slice(0, MAX_LABEL) : v);
+const round2 = (n: number): number => Math.round(n * 100) / 100;
+
+const optimizationState = (skills: readonly SkillOutcome[]): string => {
+  if (skills.some((s) => s.mode === 'prod' || s.arm === 'treatment')) return 'applied';
+  return skills.length > 0 ? 'shadow' : 'off';
+};
+
+/** Parses x-gw-stage-durations back into timings (kept as the header in the row's store). */
+export function parseStages(header: string): StageTiming[] {
+  if (header === '') return [];
+  return header.split(', ').map((part) => {
+    const [stage = '', dur = '', running] = part.split(';');
+    const t: StageTiming = { stage, ms: Number(dur.slice(4)) };
+    if (running === 'running') t.running = true;
+    return t;
+  });
+}
+
+/** The row and decision record of a finished request; `retry` is decided by the caller (it needs the key's recent bodies). */
+export function buildRecord(f: FinishedRequest, retry: boolean, now: number): { row: RequestRow; decision: DecisionRecord } {
+  const h = f.headers;
+  const skills: RequestRow['skills'] = {};
+  for (const s of f.skills) skills[s.skill] = { arm: s.arm, outcome: s.outcome };
+  const tokensSaved = f.skills.reduce((n, s) => n + (s.tokens_saved ?? 0), 0);
+  const routedModel = f.usage?.model ?? f.model ?? null;
+  const row: RequestRow = {
+    request_id: f.requestId,
+    ts: new Date(now).toISOString(),
+    tenant_id: f.tenantId,
+    key_id: f.keyId,
+    session_id: label(h[DIMENSION_HEADERS.session_id]),
+    task_id: label(h[DIMENSION_HEADERS.task_id]),
+    team: label(h[DIMENSION_HEADERS.team]),
+    use_case: label(h[DIMENSION_HEADERS.use_case]),
+    desk: label(h[DIMENSION_HEADERS.desk]),
+    pm: label(h[DIMENSION_HEADERS.pm]),
+    strategy: label(h[DIMENSION_HEADERS.strategy]),
+    cost_centre: label(h[DIMENSION_HEADERS.cost_centre]),
+    project: label(h[DIMENSION_HEADERS.project]),
+    model: f.model ?? null,
+    provider: f.provider,
+    surface: f.surface,
+    channel: f.streamed ? 'stream' : 'json',
+    tier: f.tier,
+    relay_reason: f.servedBy === 'direct_passthrough' ? 'fail_open' : null,
+    optimization_state: optimizationState(f.skills),
+    status: f.status,
+    cache_tier: null,
+    destination_id: null,
+    model_serving_route: 'vendor',
+    egress_mode: f.credentialSource ?? null,
+    error_detail: f.failOpenReason ?? f.errorDetail ?? null,
+    tokens_in: f.usage?.input_tokens ?? 0,
+    tokens_out: f.usage?.output_tokens ?? 0,
+    tokens_saved: tokensSaved,
+    cost_usd: f.costUsd,
+    latency_ms: round2(f.latencyMs),
+    overhead_ms: f.overheadMs === undefined ? null : round2(f.overheadMs),
+    retry,
+    usage_estimated: f.usageEstimated,
+    skills,
+  };
+  const decision: DecisionRecord = {
+    served_by: f.servedBy,
+    stages: parseStages(f.stages),
+    route: { provider: f.provider, model: f.model ?? null, routed_model: routedModel, reason: routedModel === (f.model ?? null) ? null : 'vendor_reported_model' },
+    skills: [...f.skills],
+    cache: { result: 'off' },
+    budget: f.budget,
+    rate_limit: f.rateLimit,
+    fail_open: f.failOpenReason === undefined ? null : { reason: f.failOpenReason },
+  };
+  return { row, decision };
+}
+
+/**
+ * The inspector's view of a row. The prompt preview stays empty: bodies never
+ * enter telemetry, and a preview is only safe after PII redaction has run on it.
+ */
+export function inspectorRow(row: RequestRow, decision: DecisionRecord): InspectorRow {
+  return {
+    request_id: row.request_id,
+    ts: row.ts,
+    tenant_id: row.tenant_id,
+    key_id: row.key_id,
+    endpoint: row.surface,
+    provider: row.provider,
+    model: row.model,
+    routed_model: decision.route.routed_model,
+    route_reason: decision.route.reason,
+    cache: decision.cache.result,
+    tokens_in: row.tokens_in,
+    tokens_out: row.tokens_out,
+    tokens_saved: row.tokens_saved,
+    cost_usd: row.cost_usd,
+    status: row.status,
+    latency_ms: row.latency_ms,
+    prompt_preview: '',
+  };
+}

@@ -1,0 +1,256 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { startFakeOpenAI } from '../fakes/openai.js';
+import type { FakeVendor } from '../fakes/server.js';
+import { call, errorMessage, type Answer } from '../helpers/api.js';
+import { CONFIG_SECRET, devKeySecret, dropRedisPrefix, newRedisPrefix, startTestGateway, UNLIMITED_RPS, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
+import { eventually } from '../helpers/wait.js';
+
+const acmeKey = devKeySecret('tel-acme');
+const globexKey = devKeySecret('tel-globex');
+const bootstrap: Bootstrap = {
+  orgs: [
+    { org_id: 'acme', rps_cap: UNLIMITED_RPS },
+    { org_id: 'globex', rps_cap: UNLIMITED_RPS },
+  ],
+  dev_keys: [
+    { org_id: 'acme', key_id: 'key_acmeacmeacmeacmeacme', api_key: acmeKey },
+    { org_id: 'globex', key_id: 'key_globexglobexglobexgl', api_key: globexKey },
+  ],
+};
+
+/** one chat call through `gw` with the usage-dimension headers; returns its request id */
+async function chat(gw: TestGateway, headers: Record<string, string> = {}, key = acmeKey): Promise<string> {
+  const id = `req-${randomUUID()}`;
+  const res = await call(gw, '/v1/chat/completions', {
+    key,
+    headers: { 'x-gw-provider-key': 'sk-upstream', 'x-request-id': id, 'x-gw-team': 'quant', 'x-gw-use-case': 'summarize', 'x-gw-session': 'sess-1', ...headers },
+    body: { model: 'gpt-4o', messages: [{ role: 'user', content: `hello ${id}` }] },
+  });
+  assert.equal(res.status, 200, JSON.stringify(res.json));
+  assert.equal(res.headers.get('x-gw-request-id'), id);
+  return id;
+}
+
+const durable = (gw: TestGateway, id: string, key = acmeKey) => call(gw, `/api/v1/tenant/request/${encodeURIComponent(id)}`, { key });
+const ids = (a: Answer): string[] => (a.json['data'] as Array<{ request_id: string }>).map((r) => r.request_id);
+
+describe('telemetry across replicas on one Redis', () => {
+  let fake: FakeVendor;
+  let prefix: string;
+  const replicas: TestGateway[] = [];
+  const start = async () => startTestGateway({ redisPrefix: prefix, env: { GW_UPSTREAM_OPENAI: fake.origin } });
+
+  before(async () => {
+    fake = await startFakeOpenAI();
+    prefix = newRedisPrefix();
+    replicas.push(await startTestGateway({ redisPrefix: prefix, bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin } }));
+    replicas.push(await start(), await start());
+  });
+  after(async () => {
+    for (const gw of replicas) await gw.close();
+    await fake.close();
+    await dropRedisPrefix(prefix);
+  });
+
+  it('a request served by one replica is listed, read and summed identically by the other two', async () => {
+    const [a, b, c] = replicas as [TestGateway, TestGateway, TestGateway];
+    const id = await chat(a, { 'x-gw-cost-centre': 'cc-7' });
+    await eventually(async () => (await durable(b, id)).status === 200, 'the row readable from another replica');
+
+    const one = await Promise.all([a, b, c].map((gw) => durable(gw, id)));
+    for (const r of one) assert.deepEqual(r.json, one[0]?.json);
+    const { request, decision, source } = one[0]?.json as { request: Record<string, unknown>; decision: Record<string, unknown>; source: unknown };
+    assert.equal(request['request_id'], id);
+    assert.equal(request['tenant_id'], 'acme');
+    assert.equal(request['key_id'], 'key_acmeacmeacmeacmeacme');
+    assert.equal(request['team'], 'quant');
+    assert.equal(request['use_case'], 'summarize');
+    assert.equal(request['session_id'], 'sess-1');
+    assert.equal(request['cost_centre'], 'cc-7');
+    assert.equal(request['status'], 200);
+    assert.equal(request['egress_mode'], 'pass_through');
+    assert.equal(request['retry'], false);
+    assert.ok(Number(request['tokens_in']) > 0 && Number(request['cost_usd']) > 0);
+    assert.equal(decision['served_by'], 'pipeline');
+    assert.deepEqual(decision['fail_open'], null);
+    assert.ok(Array.isArray(decision['stages']) && (decision['stages'] as unknown[]).length > 0);
+    assert.deepEqual(source, { store: 'durable' });
+    for (const field of JSON.stringify(one[0]?.json).matchAll(/hello req-/g)) assert.fail(`a body leaked into the row: ${field[0]}`);
+
+    const lists = await Promise.all([a, b, c].map((gw) => call(gw, '/api/v1/tenant/requests?team=quant&decision=true', { key: acmeKey })));
+    for (const l of lists) {
+      assert.equal(l.status, 200);
+      assert.deepEqual(l.json, lists[0]?.json);
+    }
+    assert.ok(ids(lists[0] as Answer).includes(id));
+    const listed = (lists[0]?.json['data'] as Array<Record<string, unknown>>).find((r) => r['request_id'] === id);
+    assert.equal((listed?.['decision'] as Record<string, unknown>)['served_by'], 'pipeline');
+
+    for (const window of ['1h', '24h']) {
+      const usage = await Promise.all([a, b, c].map((gw) => call(gw, `/api/v1/usage?group_by=team,cost_center&window=${window}&bucket=hour`, { key: acmeKey })));
+      for (const u of usage) assert.deepEqual(u.json, usage[0]?.json, `window ${window}`);
+      const rows = usage[0]?.json['data'] as Array<Record<string, unknown>>;
+      const cc7 = rows.filter((r) => r['cost_centre'] === 'cc-7');
+      assert.equal(cc7.length, 1, JSON.stringify(rows));
+      assert.equal(cc7[0]?.['team'], 'quant');
+      assert.equal(cc7[0]?.['requests'], 1);
+      assert.equal(cc7[0]?.['cost_usd'], request['cost_usd']);
+      assert.match(String(cc7[0]?.['bucket_start']), /^\d{4}-\d\d-\d\dT\d\d:00:00\.000Z$/);
+      assert.deepEqual(usage[0]?.json['group_by'], ['team', 'cost_centre']);
+    }
+  });
+
+  it('the inspector and request logs answer from the replica that served the request only', async () => {
+    const [a, b] = replicas as [TestGateway, TestGateway];
+    const id = await chat(a);
+    const onA = await call(a, '/api/v1/requests?tenant_id=acme&provider=openai', { key: acmeKey });
+    assert.equal(onA.status, 200);
+    const row = (onA.json['data'] as Array<Record<string, unknown>>)[0];
+    assert.equal(row?.['request_id'], id, 'newest first');
+    assert.equal(row?.['endpoint'], 'chat_completions');
+    assert.equal(row?.['cache'], 'off');
+    assert.equal(row?.['prompt_preview'], '');
+    const onB = await call(b, '/api/v1/requests?key_id=key_acmeacmeacmeacmeacme', { key: acmeKey });
+    assert.ok(!ids(onB).includes(id), 'another replica holds only its own slice');
+    assert.equal((await call(a, `/api/v1/logs/request/${id}?tenant_id=acme`, { key: acmeKey })).status, 200);
+    assert.equal((await call(b, `/api/v1/logs/request/${id}?tenant_id=acme`, { key: acmeKey })).status, 404);
+  });
+
+  it('the access line says who spent what: key, provider, model, upstream status, tokens, cost and overhead', async () => {
+    const [a] = replicas as [TestGateway];
+    const id = await chat(a);
+    let line: Record<string, unknown> | undefined;
+    await eventually(() => {
+      line = a.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l['msg'] === 'request' && l['req_id'] === id);
+      return line !== undefined;
+    }, 'the access line');
+    assert.equal(line?.['key_id'], 'key_acmeacmeacmeacmeacme');
+    assert.equal(line?.['tenant'], 'acme');
+    assert.equal(line?.['provider'], 'openai');
+    assert.equal(line?.['model'], 'gpt-4o');
+    assert.equal(line?.['upstream_status'], 200);
+    assert.ok(Number(line?.['tokens_in']) > 0 && Number(line?.['tokens_out']) > 0);
+    assert.ok(Number(line?.['cost_usd']) > 0);
+    assert.equal(typeof line?.['overhead_ms'], 'number');
+  });
+
+  it('a repeated body from the same key within a minute, or x-stainless-retry-count, marks the row as a retry', async () => {
+    const [a, b] = replicas as [TestGateway, TestGateway];
+    const first = await chat(a, { 'x-stainless-retry-count': '1' });
+    await eventually(async () => (await durable(b, first)).status === 200, 'the row');
+    assert.equal(((await durable(b, first)).json['request'] as Record<string, unknown>)['retry'], true);
+  });
+
+  it('rows survive a replica restart: what it acknowledged is read by its successor and the others', async () => {
+    const a = replicas.shift() as TestGateway;
+    const id = await chat(a);
+    await a.close();
+    const successor = await start();
+    replicas.push(successor);
+    await eventually(async () => (await durable(successor, id)).status === 200, 'the row on the restarted replica');
+    assert.equal((await durable(replicas[0] as TestGateway, id)).status, 200);
+  });
+
+  it('scopes every route to the credential\'s tenant', async () => {
+    const [a, b] = replicas as [TestGateway, TestGateway];
+    const id = await chat(a);
+    await eventually(async () => (await durable(b, id)).status === 200, 'the row');
+    // another tenant's key: the same 404 as an unknown id, or 403 for naming the other tenant
+    assert.equal((await durable(b, id, globexKey)).status, 404);
+    assert.ok(!ids(await call(b, '/api/v1/tenant/requests', { key: globexKey })).includes(id));
+    assert.equal((await call(b, '/api/v1/tenant/requests?tenant_id=acme', { key: globexKey })).status, 403);
+    assert.deepEqual((await call(b, '/api/v1/usage?window=24h', { key: globexKey })).json['data'], []);
+    assert.equal((await call(b, '/api/v1/usage?key_id=key_acmeacmeacmeacmeacme', { key: globexKey })).status, 404);
+    assert.equal((await call(b, '/api/v1/usage?key_id=key_nosuchkeynosuchkeyno', { key: globexKey })).status, 404);
+    assert.equal((await call(a, '/api/v1/requests?tenant_id=acme', { key: globexKey })).status, 403);
+    assert.equal((await call(a, '/api/v1/requests?key_id=key_acmeacmeacmeacmeacme', { key: globexKey })).status, 404);
+    assert.equal((await call(a, `/api/v1/logs/request/${id}?tenant_id=acme`, { key: globexKey })).status, 403);
+    assert.equal((await call(a, `/api/v1/logs/request/${id}?tenant_id=globex`, { key: globexKey })).status, 404);
+    assert.equal((await call(a, '/api/v1/tenant/requests')).status, 401);
+    // the deployment's config secret must name the tenant
+    assert.equal((await call(b, '/api/v1/tenant/requests', { key: CONFIG_SECRET })).status, 400);
+    assert.ok(ids(await call(b, '/api/v1/tenant/requests?tenant_id=acme', { key: CONFIG_SECRET })).includes(id));
+    assert.equal((await call(b, `/api/v1/tenant/request/${id}?tenant_id=acme`, { key: CONFIG_SECRET })).status, 200);
+    assert.equal((await call(a, `/api/v1/logs/request/${id}?tenant_id=acme`, { key: CONFIG_SECRET })).status, 200);
+    assert.ok(ids(await call(a, '/api/v1/requests?key_id=key_acmeacmeacmeacmeacme', { key: CONFIG_SECRET })).includes(id));
+  });
+
+  it('refuses bad limits, unknown filters and org with 400, naming what is allowed', async () => {
+    const [a] = replicas as [TestGateway];
+    const cases: Array<[string, RegExp]> = [
+      ['/api/v1/requests', /exactly one of key_id and tenant_id/],
+      ['/api/v1/requests?tenant_id=acme&key_id=key_acmeacmeacmeacmeacme', /exactly one/],
+      ['/api/v1/requests?tenant_id=acme&limit=101', /at most 100/],
+      ['/api/v1/tenant/requests?limit=501', /at most 500/],
+      ['/api/v1/tenant/requests?prompt=x', /session_id, key_id, model/],
+      ['/api/v1/tenant/requests?window=2h', /15m, 1h, 24h, 7d, 30d/],
+      ['/api/v1/logs/request/x', /tenant_id: required/],
+      ['/api/v1/logs/request/x?tenant_id=acme&limit=2001', /at most 2000/],
+      ['/api/v1/usage?org=acme', /org/],
+      ['/api/v1/usage?group_by=org', /org/],
+      ['/api/v1/usage?group_by=colour', /endpoint, provider/],
+      ['/api/v1/usage?bucket=month', /hour, day, week/],
+    ];
+    for (const [path, message] of cases) {
+      const res = await call(a, path, { key: acmeKey });
+      assert.equal(res.status, 400, path);
+      assert.match(errorMessage(res), message, path);
+      assert.equal(res.headers.get('x-gw-error'), 'request_error');
+    }
+    assert.equal((await call(a, '/api/v1/tenant/request/req-never-seen', { key: acmeKey })).status, 404);
+    assert.equal((await call(a, '/api/v1/logs/request/req-never-seen?tenant_id=acme', { key: acmeKey })).status, 404);
+  });
+});
+
+describe('telemetry while Redis stalls', () => {
+  it('requests still answer, and every row they produced is appended once, although its batch reached Redis twice', async () => {
+    const fake = await startFakeOpenAI();
+    const stalled = await startGatewayBehindProxy(bootstrap, { GW_UPSTREAM_OPENAI: fake.origin });
+    const reader = await startTestGateway({ redisPrefix: stalled.prefix });
+    try {
+      await chat(stalled.gw);
+      stalled.proxy.hang();
+      const during = [];
+      for (let i = 0; i < 5; i++) during.push(await chat(stalled.gw, { 'x-gw-project': 'stall' }));
+      // held past the writer's command timeout: the batch is sent again, and both copies reach Redis on resume
+      await eventually(async () => /gw_telemetry_append_failures_total [1-9]/.test(await (await fetch(`${stalled.gw.url}/metrics`)).text()), 'a batch retried', 20_000);
+      stalled.proxy.resume();
+      await eventually(async () => {
+        const usage = await call(reader, '/api/v1/usage?window=1h&group_by=project&project=stall', { key: acmeKey });
+        return (usage.json['data'] as Array<{ requests: number }>)[0]?.requests === during.length;
+      }, 'the stalled rows summed once each');
+      for (const id of during) assert.equal((await durable(reader, id)).status, 200, id);
+      const usage24 = await call(reader, '/api/v1/usage?window=24h&group_by=project&project=stall', { key: acmeKey });
+      assert.equal((usage24.json['data'] as Array<{ requests: number }>)[0]?.requests, during.length, 'the hourly rollup counts each row once');
+    } finally {
+      await reader.close();
+      await stalled.close();
+      await fake.close();
+    }
+  });
+});
+
+describe('telemetry without Redis', () => {
+  let gw: TestGateway;
+  let fake: FakeVendor;
+  before(async () => {
+    fake = await startFakeOpenAI();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin } });
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  it('usage and the durable routes answer 501; the inspector still works', async () => {
+    for (const path of ['/api/v1/usage', '/api/v1/tenant/requests', '/api/v1/tenant/request/x']) {
+      const res = await call(gw, path, { key: acmeKey });
+      assert.equal(res.status, 501, path);
+    }
+    const id = await chat(gw);
+    assert.ok(ids(await call(gw, '/api/v1/requests?tenant_id=acme', { key: acmeKey })).includes(id));
+  });
+});
