@@ -1,4 +1,3 @@
-import { upstreamQuery } from '../http/query.js';
 import type { GatewayRequest, Route } from '../http/types.js';
 import type { Pipeline } from '../pipeline/index.js';
 import type { Planner } from '../pipeline/types.js';
