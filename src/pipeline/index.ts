@@ -55,6 +55,7 @@ const FAILS_OPEN = new Set(['admission', 'skills', 'metering']);
  */
 export class Pipeline {
   private readonly stages: readonly Stage<Exchange>[];
+  private readonly metering: PolicyList;
   private readonly dispatchDeps: DispatchDeps;
   private readonly accounting: AccountingDeps;
 
@@ -62,12 +63,13 @@ export class Pipeline {
     const relayDeps: RelayDeps = { upstream: deps.upstream, metrics: deps.metrics, limits: deps.limits, health: deps.health };
     this.dispatchDeps = { providers: deps.providers, storedKeys: deps.storedKeys, relay: relayDeps, located: [...deps.admission, ...deps.metering].filter((p) => p.located) };
     this.accounting = { rows: deps.rows, metrics: deps.metrics };
+    this.metering = new PolicyList('metering', deps.metering, 'metering_', true);
     this.stages = [
       authenticateStage(deps.directory),
       planStage(deps.providers),
       new PolicyList('admission', deps.admission, 'policy_'),
       skillsStage(deps.skills ?? NO_SKILLS),
-      new PolicyList('metering', deps.metering, 'metering_', true),
+      this.metering,
       dispatchStage(this.dispatchDeps),
     ];
   }
@@ -130,6 +132,7 @@ export class Pipeline {
     } else {
       ex.failOpenReason = cause.reason;
       ex.req.log.info({ stage: ex.at, reason: cause.reason }, 'bypass: relaying the call directly to the provider');
+      await this.meterBypass(ex);
     }
     const plan = ex.plan as NonNullable<Exchange['plan']>;
     const call = ex.call as NonNullable<Exchange['call']>;
@@ -147,21 +150,33 @@ export class Pipeline {
     this.account(ex);
   }
 
+  /**
+   * A bypass is no fault of metering: the call is still metered, so a spend
+   * cap holds however busy the skill pool is. Its refusal is the tenant's
+   * policy and answers as one; a fault in metering itself relays unmetered.
+   */
+  private async meterBypass(ex: Exchange): Promise<void> {
+    ex.at = 'metering';
+    try {
+      await this.metering.run(ex);
+    } catch (err) {
+      if (err instanceof GatewayError) {
+        ex.settle(0);
+        throw err;
+      }
+      ex.req.log.warn({ err, stage: 'metering' }, 'internal fault: relaying directly to the provider');
+    }
+  }
+
   /** a fault in the relay machinery itself: a clean 502, logged with its cause */
   private unrelayable(ex: Exchange, err: unknown): GatewayError {
     ex.req.log.error({ err, stage: ex.at }, 'internal fault in dispatch: the call could not be relayed');
     return new GatewayError('upstream_unavailable', 'the gateway could not relay the call to the provider', { cause: err });
   }
 
-  /** accounting, once the skills run beside dispatch have reported; its own fault never becomes the caller's error (the reply has gone) */
+  /** accounting: its own fault never becomes the caller's error (the reply has gone) */
   private account(ex: Exchange): void {
     ex.at = 'accounting';
-    const beside = ex.skills.settled;
-    if (beside) void beside.then(() => this.accountNow(ex));
-    else this.accountNow(ex);
-  }
-
-  private accountNow(ex: Exchange): void {
     try {
       accountFor(this.accounting, ex);
     } catch (err) {

@@ -93,8 +93,8 @@ export interface SkillRecord {
 
 /**
  * A request's skill reports, in ONE place (the exchange): the stages run
- * before dispatch, then those run beside it as they settle. Accounting waits
- * for `settled` before it writes the row.
+ * before dispatch, then those run beside it as they settle (those that settle
+ * after the reply has ended miss its row: accounting does not wait for them).
  */
 export interface SkillReports {
   readonly list: SkillRecord[];
