@@ -52,7 +52,7 @@ describe('unauthenticated reads: /healthz and /v1/models', () => {
     assert.deepEqual(levers.guardrails, { regex: 'running', classifier: 'running' });
     const tabled = new Set(SKILLS.map((r) => r.id));
     assert.deepEqual(levers.skills, Object.fromEntries(PER_KEY_SKILLS.map((s) => [s, tabled.has(s) ? 'running' : 'not_running'])));
-    assert.deepEqual(levers.policy, ['model_access', 'rate_limit', 'spend_cap']);
+    assert.deepEqual(levers.policy, ['queue_wait', 'model_access', 'rate_limit', 'spend_cap']);
   });
 
   it('a key is never required, and a bad one does not turn the read into a 401', async () => {

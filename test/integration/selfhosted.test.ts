@@ -26,7 +26,7 @@ const errorOf = (a: Answer) => a.json['error'] as Record<string, unknown>;
 
 async function inFlight(gw: TestGateway): Promise<number> {
   const health = await call(gw, '/healthz');
-  return (health.json['overload'] as { in_flight: number }).in_flight;
+  return (health.json['overload'] as { inflight_requests: number }).inflight_requests;
 }
 
 describe('self-hosted destination with LoRA adapters', () => {
