@@ -270,3 +270,28 @@ describe('a gateway restart', () => {
     }
   });
 });
+
+describe('the durable row of a self-hosted call', () => {
+  it('names the destination and the serving route (any replica reads it)', async () => {
+    const fake = await startFakeVllm({ models: [BASE], memoryMb: 4 });
+    const file = await destinationsFile([{ id: 'gpu9', provider: 'selfhosted', origin: fake.origin, models: [BASE], adapter_memory_mb: 4, adapters: { sql: adapter('/adapters/sql') } }]);
+    const gw = await startTestGateway({ bootstrap, redis: true, env: { GW_DESTINATIONS_FILE: file } });
+    try {
+      const answer = await chat(gw, 'sql');
+      assert.equal(answer.status, 200);
+      const id = answer.headers.get('x-gw-request-id') as string;
+      let row: Record<string, unknown> | undefined;
+      await eventually(async () => {
+        const read = await call(gw, `/api/v1/tenant/request/${id}`, { key: devKey });
+        row = read.status === 200 ? (read.json['request'] as Record<string, unknown>) : undefined;
+        return row !== undefined;
+      }, 'the durable row');
+      assert.equal(row?.['destination_id'], 'gpu9');
+      assert.equal(row?.['model_serving_route'], 'selfhosted:gpu9/sql');
+      assert.equal(row?.['provider'], 'selfhosted');
+    } finally {
+      await gw.close();
+      await fake.close();
+    }
+  });
+});
