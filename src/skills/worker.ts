@@ -31,6 +31,7 @@ function stageInput(task: StageTask): StageInput {
     surface: task.surface,
     acting: task.acting,
     body,
+    context: task.context,
     // Buffer reads shared memory too, where TextDecoder refuses it
     text: () => (text ??= Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8')),
     json: () => (json ??= { value: JSON.parse(input.text()) }).value,
