@@ -14,12 +14,27 @@ const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
 const clip = (s: string, n: number) => (s.length <= n ? s : `${s.slice(0, n)}… [+${s.length - n} chars]`);
 const lineCount = (s: string) => s.split('\n').length;
 
+/** the string values of a structured result (a Gemini `response`, a Converse `json` block), else its JSON text */
+function resultText(p: TextPart): string {
+  if (!p.structured) return p.text;
+  const strings: string[] = [];
+  const collect = (v: unknown): void => {
+    if (typeof v === 'string') strings.push(v);
+    else if (Array.isArray(v)) v.forEach(collect);
+    else if (typeof v === 'object' && v !== null) Object.values(v).forEach(collect);
+  };
+  collect(JSON.parse(p.text) as unknown);
+  return strings.length > 0 ? strings.join('\n') : p.text;
+}
+
 export function summaryLine(p: TextPart): string {
   switch (p.kind) {
     case 'tool_call':
       return `- called ${p.name ?? 'a tool'}(${clip(oneLine(p.text), CLIP.args)})`;
-    case 'tool_result':
-      return `- result (${p.text.length} chars, ${lineCount(p.text)} lines): ${clip(oneLine(p.text), CLIP.result)}`;
+    case 'tool_result': {
+      const text = resultText(p);
+      return `- result (${text.length} chars, ${lineCount(text)} lines): ${clip(oneLine(text), CLIP.result)}`;
+    }
     default:
       return `- ${p.kind}: ${clip(oneLine(p.text), CLIP.text)}`;
   }
