@@ -164,3 +164,22 @@ describe('through a real SkillPool with the table rows', () => {
     assert.deepEqual(toolRuleErrors('converse', parse(result!.change!.body!)), []);
   });
 });
+
+test('in shadow the detail is what the fold would have been', () => {
+  const acting = run('responses', {}, WIDE);
+  const shadow = run('responses', {}, WIDE, false);
+  assert.deepEqual(shadow.detail, acting.detail);
+});
+
+test('a system message inside the turns ends the span: it is never folded', () => {
+  const body = agentBody('chat_completions');
+  const messages = body['messages'] as J[];
+  // a developer note after the third round
+  messages.splice(8, 0, { role: 'developer', content: 'Keep answers under 100 words.' });
+  const r = evaluateTrajectoryCompaction(stageInput('t', 'chat_completions', body, true, WIDE), NO_DEADLINE);
+  assert.equal(r.outcome, 'applied');
+  const out = parse(r.change!.body!);
+  assert.ok((out['messages'] as J[]).some((m) => m['content'] === 'Keep answers under 100 words.'));
+  assert.equal(r.detail!['folded_turns'], 6);
+  assert.deepEqual(toolRuleErrors('chat_completions', out), []);
+});
