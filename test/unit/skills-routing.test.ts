@@ -76,6 +76,12 @@ describe('a request that names no model', () => {
     assert.equal(routed(route('execute', { input: { messages: [{ role: 'user', content: 'hi' }] } }, { allowedModels: ['gpt-4o'] })), 'gpt-4o');
   });
 
+  test('a tool schema naming an image is not an image in the conversation', () => {
+    const tools = [{ type: 'function', function: { name: 'upload', parameters: { type: 'object', properties: { image: { type: 'object' } } } } }];
+    const r = route('execute', { input: { messages: [{ role: 'user', content: 'hi' }], tools } });
+    assert.deepEqual(r.detail!['needs'], ['chat', 'tools']);
+  });
+
   test('no allowed model has what the request needs: skipped, saying why', () => {
     const r = route('chat_completions', ask(IMAGE), { allowedModels: ['meta.llama3-3-70b-instruct-v1:0'] });
     assert.equal(r.outcome, 'skipped');

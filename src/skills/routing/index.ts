@@ -33,8 +33,11 @@ const NAMES_NONE: Readonly<Record<string, (model: string | undefined) => boolean
 
 const skipped = (reason: string, extra: Record<string, unknown> = {}): StageResult => ({ outcome: 'skipped', detail: { reason, ...extra } });
 
-function withModel(surface: string, root: Json, model: string): Uint8Array | undefined {
+/** the body naming `model`, from a parse of its own (the input's parse is shared, read-only) */
+function withModel(input: StageInput, model: string): Uint8Array | undefined {
+  const { surface } = input;
   if (BODY_MODEL[surface] === undefined) return undefined;
+  const root = JSON.parse(input.text()) as Json;
   if (surface === 'execute') root['target'] = { ...(isObj(root['target']) ? root['target'] : {}), model };
   else root['model'] = model;
   return Buffer.from(JSON.stringify(root));
@@ -54,7 +57,7 @@ export function evaluateModelRouting(input: StageInput, deadline: Deadline): Sta
   const caps = requiredCapabilities(needs, input.surface);
   const detail = { prompt_tokens: needs.promptTokens, needs: caps };
   const route = (model: string, reason: string, extra: Record<string, unknown> = {}): StageResult => {
-    const body = withModel(input.surface, root, model);
+    const body = withModel(input, model);
     return { outcome: 'applied', detail: { ...detail, ...extra, route: { model, reason } }, change: body === undefined ? { model } : { model, body } };
   };
 

@@ -44,7 +44,12 @@ function hasImage(v: unknown, depth = 0): boolean {
 }
 
 /** the conversation fields of every shape (not tool definitions, whose schemas may name an `image`) */
-const conversation = (root: Json): unknown[] => [root['messages'], root['input'], root['contents'], root['system'], root['systemInstruction']];
+const conversation = (root: Json): unknown[] => {
+  const input = root['input'];
+  // Responses items, or the native envelope's messages (its `input.tools` are definitions)
+  const items = Array.isArray(input) ? input : obj(input)['messages'];
+  return [root['messages'], items, root['contents'], root['system'], root['systemInstruction']];
+};
 
 function asksReasoning(root: Json): boolean {
   if (root['reasoning_effort'] !== undefined || isObj(root['reasoning'])) return true;
