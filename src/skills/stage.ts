@@ -3,6 +3,7 @@
  * evaluator: what one stage receives, how it reports, and the outcomes a
  * stage can end with. Types and one small class only: both threads load it.
  */
+import type { CatalogModel } from '../providers/catalog.js';
 import type { FoldParams } from '../tenancy/skills.js';
 
 /** Outcomes in headers and traces (x-gw-skill-<id>, trace `skills[].outcome`). */
@@ -165,4 +166,6 @@ export interface StageReply {
 /** What the pool hands each thread at start: the evaluators to load, by stage id. */
 export interface WorkerEvaluators {
   evaluators: ReadonlyArray<{ id: string; module: string; export: string }>;
+  /** the main thread's catalog (operator file and self-hosted models applied): a thread's own import holds only the shipped models */
+  catalog?: readonly CatalogModel[];
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { lookupModel } from '../../src/providers/catalog.js';
+import { joinCatalog, lookupModel } from '../../src/providers/catalog.js';
 import { SkillPool } from '../../src/skills/pool.js';
 import type { StageContext, StageTask } from '../../src/skills/stage.js';
 import { SKILLS } from '../../src/skills/table.js';
@@ -139,23 +139,30 @@ describe('the fold ledger', () => {
 });
 
 describe('through a real SkillPool with the table rows', () => {
+  // a model the main thread's catalog holds beyond the shipped ones (as a self-hosted destination's would be)
+  joinCatalog([{ id: 'house-model', provider: 'openai', price: { input: 4, output: 8, cached_input: 1, cache_write: 4 }, context_window: 100_000, max_output_tokens: 4096, capabilities: ['chat', 'tools'] }]);
   const pool = new SkillPool({ threads: 1, minThreads: 1, maxQueue: 4, idleTimeoutMs: 60_000, abortGraceMs: 50 }, SKILLS);
   after(() => pool.close());
-
-  test('the fold params cross to the worker in the task context; the body folds there', async () => {
-    const bytes = Buffer.from(JSON.stringify(agentBody('converse')));
+  /** a task whose body and started flag live in shared memory, as the engine sends them */
+  const task = (surface: string, json: unknown, context: StageContext): Omit<StageTask, 'deadlineAt'> => {
+    const bytes = Buffer.from(JSON.stringify(json));
     const sab = new SharedArrayBuffer(4 + bytes.length);
     const body = new Uint8Array(sab, 4);
     body.set(bytes);
-    const task: Omit<StageTask, 'deadlineAt'> = {
-      stage: 'agent_trajectory_compaction',
-      surface: 'converse',
-      acting: true,
-      body,
-      context: { model: 'anthropic.claude-sonnet-4-5-20250929-v1:0', foldParams: { max_fold_ratio: 0.95, keep_recent_turns: 2 } },
-      started: new Int32Array(sab, 0, 1),
-    };
-    const r = await pool.run(task, 60_000);
+    return { stage: 'agent_trajectory_compaction', surface, acting: true, body, context, started: new Int32Array(sab, 0, 1) };
+  };
+
+  test('the worker prices by the main thread\'s catalog', async () => {
+    const r = await pool.run(task('chat_completions', agentBody('chat_completions', { model: 'house-model' }), WIDE), 60_000);
+    const result = r.outcome === 'done' ? r.reply.result : undefined;
+    const ledger = result?.detail?.['ledger'] as J;
+    assert.equal(ledger['model'], 'house-model');
+    assert.equal(ledger['usd_saved'], ((result!.detail!['tokens_saved'] as number) * 4) / 1e6);
+  });
+
+  test('the fold params cross to the worker in the task context; the body folds there', async () => {
+    const context = { model: 'anthropic.claude-sonnet-4-5-20250929-v1:0', foldParams: { max_fold_ratio: 0.95, keep_recent_turns: 2 } };
+    const r = await pool.run(task('converse', agentBody('converse'), context), 60_000);
     assert.equal(r.outcome, 'done');
     const result = r.outcome === 'done' ? r.reply.result : undefined;
     assert.equal(result?.outcome, 'applied', JSON.stringify(r));
