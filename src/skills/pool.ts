@@ -1,4 +1,5 @@
 import { Piscina } from 'piscina';
+import { CATALOG } from '../providers/catalog.js';
 import type { SkillRow } from './table.js';
 import { STAGE_RUNNING, type StageReply, type StageTask, type WorkerEvaluators } from './stage.js';
 
@@ -54,7 +55,10 @@ export class SkillPool {
     rows: readonly SkillRow[],
     private readonly observer?: PoolObserver,
   ) {
-    const workerData: WorkerEvaluators = { evaluators: rows.map((r) => ({ id: r.id, module: r.evaluator.module, export: r.evaluator.export })) };
+    const workerData: WorkerEvaluators = {
+      evaluators: rows.map((r) => ({ id: r.id, module: r.evaluator.module, export: r.evaluator.export })),
+      catalog: [...CATALOG],
+    };
     this.piscina = new Piscina({
       filename: workerFile().href,
       minThreads: settings.minThreads,
