@@ -60,8 +60,6 @@ export const SKILLS: readonly SkillRow[] = [
     shadowBesideDispatch: true,
     order: 50,
   },
-  // a model for a request that names none; a simple request routed down to a cheaper model of the same provider
-  { id: 'model_routing', kind: 'per-key', evaluator: { module: here('./routing/index.js'), export: 'evaluateModelRouting' }, shadowBesideDispatch: true, order: 60 },
 ];
 
 /** The rows in run order (a table built elsewhere, e.g. a test's, need not be sorted). */
