@@ -1,12 +1,16 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** a body seen again from the same key within this window is a retry */
 const WINDOW_MS = 60_000;
 /** the bodies remembered per process; the oldest go first */
 const MAX_REMEMBERED = 10_000;
 
-/** A digest of a request body: only the digest is remembered, never the body. */
-export const bodyDigest = (body: Buffer): string | undefined => (body.length === 0 ? undefined : createHash('sha1').update(body).digest('base64'));
+/**
+ * A digest of a request body: only the digest is remembered, never the body.
+ * One-shot `hash` (no Hash object, no stream machinery): it runs on every
+ * request, and for a large body its cost is the hashing itself.
+ */
+export const bodyDigest = (body: Buffer): string | undefined => (body.length === 0 ? undefined : hash('sha1', body, 'base64'));
 
 /**
  * Recognises client retries: the official SDKs' `x-stainless-retry-count`

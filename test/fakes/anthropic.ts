@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { scriptOf } from './scripted-stream.js';
 import { sendJson, sleep, startFakeVendor, type FakeVendor } from './server.js';
 
 /**
@@ -12,7 +13,7 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor } from './server.js';
  * - `stall_stream`: sends message_start, then goes silent
  * - `break_stream`: sends a few events, then drops the connection
  * - `overloaded_stream`: a stream that ends with the vendor's `overloaded_error` event
- * - a name ending in `-error_<status>` or `-overloaded_stream` behaves like the bare script (a catalog name routed here by translation)
+ * - a catalog name ending in `-error_<status>` or `-<script>` behaves like the bare script (a call routed here by translation)
  * - a name ending in `-malformed`: 200 with a JSON body whose content holds a null block
  * - a name ending in `-tool_use`: the reply calls the tool `get_weather` (stop_reason `tool_use`)
  * anything else answers normally (streaming when `stream: true` or on `:streamRawPredict`),
@@ -33,7 +34,7 @@ export function startFakeAnthropic(): Promise<FakeVendor> {
       const status = Number(err[1]);
       return vendorError(res, status, ERROR_TYPES[status] ?? 'api_error', `scripted ${status}`);
     }
-    if (model === 'truncated') {
+    if (scriptOf(model) === 'truncated') {
       res.writeHead(200, { 'content-type': 'application/json' });
       return void res.end('{"id":"msg_trunc","type":"mess');
     }
@@ -81,10 +82,11 @@ export function message(model: string, thinking: boolean) {
 }
 
 async function stream(res: ServerResponse, model: string, thinking: boolean): Promise<void> {
+  const script = scriptOf(model);
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'request-id': 'req_fake_stream' });
   const send = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
   send('message_start', { message: { ...message(model, false), content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } });
-  if (model === 'stall_stream') return;
+  if (script === 'stall_stream') return;
   let index = 0;
   if (thinking) {
     send('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } });
@@ -96,12 +98,12 @@ async function stream(res: ServerResponse, model: string, thinking: boolean): Pr
   send('content_block_start', { index, content_block: { type: 'text', text: '' } });
   send('ping', {});
   send('content_block_delta', { index, delta: { type: 'text_delta', text: 'Hello' } });
-  if (model === 'break_stream') {
+  if (script === 'break_stream') {
     await sleep(15);
     res.socket?.destroy();
     return;
   }
-  if (model === 'overloaded_stream' || model.endsWith('-overloaded_stream')) {
+  if (script === 'overloaded_stream') {
     send('error', { error: { type: 'overloaded_error', message: 'Overloaded' } });
     return void res.end();
   }

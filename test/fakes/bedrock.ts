@@ -4,7 +4,7 @@ import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
-import { writeScriptedStream } from './scripted-stream.js';
+import { scriptOf, writeScriptedStream } from './scripted-stream.js';
 import { sendJson, sleep, startFakeVendor, type FakeVendor, type Recorded } from './server.js';
 
 /** What the fake concluded about the SigV4 signature of one request. */
@@ -41,7 +41,7 @@ export function sendAwsError(res: ServerResponse, status: number, message: strin
  * - `slow_<ms>`: waits before answering
  * - `stall_stream`: streams one frame, then goes silent
  * - `break_stream`: streams two frames, then drops the connection
- * - an id ending in `-error_<status>` errs like `error_<status>` (a catalog id routed here by translation)
+ * - a catalog id ending in `-error_<status>` or `-<script>` behaves like the bare script (a call routed here by translation)
  * - an id ending in `-tool_use`: the reply calls `get_weather` (stopReason `tool_use`)
  */
 export async function startFakeBedrock(credentials: Record<string, string> = {}): Promise<FakeBedrock> {
@@ -62,7 +62,7 @@ export async function startFakeBedrock(credentials: Record<string, string> = {})
     if (slow) await sleep(Number(slow[1]));
     const status = /(?:^|-)error_(\d{3})$/.exec(modelId);
     if (status) return sendAwsError(res, Number(status[1]), `scripted ${status[1]}`);
-    if (modelId === 'truncated') {
+    if (scriptOf(modelId) === 'truncated') {
       res.writeHead(200, { 'content-type': 'application/json' });
       return void res.end('{"output":{"message":{"role":"assis');
     }

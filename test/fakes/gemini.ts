@@ -1,4 +1,4 @@
-import { writeScriptedStream } from './scripted-stream.js';
+import { scriptOf, writeScriptedStream } from './scripted-stream.js';
 import { sendJson, sleep, startFakeVendor, type FakeVendor } from './server.js';
 
 /**
@@ -12,7 +12,7 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor } from './server.js';
  * - `slow_<ms>`: waits before answering
  * - `stall_stream`: streams one chunk, then goes silent
  * - `break_stream`: streams two chunks, then drops the connection
- * - a name ending in `-error_<status>` errs like `error_<status>` (a catalog name routed here by translation)
+ * - a catalog name ending in `-error_<status>` or `-<script>` behaves like the bare script (a call routed here by translation)
  * - a name ending in `-tool_call`: the reply calls `get_weather` (a functionCall part)
  */
 export async function startFakeGemini(): Promise<FakeVendor> {
@@ -24,7 +24,7 @@ export async function startFakeGemini(): Promise<FakeVendor> {
     if (slow) await sleep(Number(slow[1]));
     const err = /(?:^|-)error_(\d{3})$/.exec(model);
     if (err) return sendJson(res, Number(err[1]), googleError(Number(err[1]), `scripted ${err[1]}`));
-    if (model === 'truncated') {
+    if (scriptOf(model) === 'truncated') {
       res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
       return void res.end('{"candidates": [{"content": {"parts": [{"te');
     }

@@ -4,6 +4,7 @@ import { cloudyCase } from './converse.js';
 import { genvendorCase, vertexGenerateContentCase } from './generate-content.js';
 import { msgvendorCase, vertexMessagesCase } from './messages.js';
 import { openaiCase } from './openai.js';
+import { chatToConverseCase, chatToGenerateContentCase, chatToMessagesCase } from './translated.js';
 
 /** Every provider row of the conformance suite: one line per row. */
 export const CASES: readonly ConformanceCase[] = [
@@ -15,4 +16,7 @@ export const CASES: readonly ConformanceCase[] = [
   genvendorCase,
   vertexGenerateContentCase,
   cloudyCase,
+  chatToMessagesCase,
+  chatToConverseCase,
+  chatToGenerateContentCase,
 ];
