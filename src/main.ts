@@ -246,7 +246,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         },
         settings.GW_METRICS_PUBLIC === '1',
       ),
-      ...adminRoutes(admin, settings.GW_ADMIN_KEY),
+      ...adminRoutes(admin, settings.GW_ADMIN_KEY, log),
       ...selfServiceRoutes({ entitlement, directory, vendorKeys, modelAccess, spendCaps, skills: keySkills }),
       ...skillRoutes(entitlement, keySkills),
       ...telemetryRoutes({ entitlement, directory, ring, reader: telemetry?.reader }),
