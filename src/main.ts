@@ -10,6 +10,7 @@ import { scorecardRoutes } from './api/scorecard.js';
 import { skillRoutes } from './api/skills.js';
 import { telemetryRoutes } from './api/telemetry.js';
 import { leverReport, publicRoutes } from './api/public.js';
+import { openApiDocument, openApiRoutes } from './api/openapi.js';
 import type { Route } from './http/types.js';
 import { ProcessFeedback } from './lifecycle/feedback.js';
 import { ProcessRowWindow } from './lifecycle/rows.js';
@@ -261,6 +262,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       ...generateContentRoutes(pipeline),
       ...converseRoutes(pipeline),
     ];
+    // generated from the routes just assembled: one without an OPERATIONS entry stops the start, naming it
+    routes.push(...openApiRoutes(openApiDocument(routes)));
     const front = createFront({
       uws,
       routes,
