@@ -31,6 +31,9 @@ const ANTHROPIC_MESSAGES = { api: 'Anthropic Messages', url: 'https://docs.anthr
 const BEDROCK_CONVERSE = { api: 'Amazon Bedrock Converse', url: 'https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html' };
 const BEDROCK_CONVERSE_STREAM = { api: 'Amazon Bedrock ConverseStream', url: 'https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStream.html' };
 
+/** A vendor-compatible route: a developer key, and the vendor's API reference instead of a body schema. */
+const relay = (summary: string, vendor: Operation['vendor']): Operation => ({ summary, tag: 'relay', auth: 'dev_key', vendor });
+
 const TELEMETRY_FILTERS: Query[] = [
   ['tenant_id', 'a sub-tenant of the credential\'s org, or the tenant a deployment secret names'],
   ['limit', 'rows to return'],
@@ -82,37 +85,22 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
     query: [...TELEMETRY_FILTERS, WINDOW, ['group_by', 'comma-separated dimensions (default provider)'], ['bucket', 'hour, day or week']],
   },
   'POST /v1/execute': { summary: 'The native route: one model call with per-request skill overrides', tag: 'execute', auth: 'dev_key', body: ExecuteSchema },
-  'POST /v1/chat/completions': { summary: 'OpenAI chat completions, translated for non-OpenAI models', tag: 'relay', auth: 'dev_key', vendor: OPENAI_CHAT },
-  'POST /v1/responses': { summary: 'OpenAI Responses, relayed', tag: 'relay', auth: 'dev_key', vendor: OPENAI_RESPONSES },
-  'POST /cloudx/compat/v1/responses': { summary: 'Responses on an Azure OpenAI resource (/openai/v1/responses)', tag: 'relay', auth: 'dev_key', vendor: AZURE_RESPONSES },
-  'POST /compat/v1/responses': { summary: 'Responses on an Azure OpenAI resource (/openai/v1/responses)', tag: 'relay', auth: 'dev_key', vendor: AZURE_RESPONSES },
-  'POST /cloudx/compat/openai/v1/responses': { summary: 'Responses on an Azure OpenAI resource (/openai/v1/responses)', tag: 'relay', auth: 'dev_key', vendor: AZURE_RESPONSES },
-  'POST /cloudx/compat/responses': { summary: 'Responses on an Azure OpenAI resource (/openai/responses)', tag: 'relay', auth: 'dev_key', vendor: AZURE_RESPONSES },
-  'POST /cloudx/compat/openai/responses': { summary: 'Responses on an Azure OpenAI resource (/openai/responses)', tag: 'relay', auth: 'dev_key', vendor: AZURE_RESPONSES },
-  'POST /cloudx/compat/*': {
-    summary: 'Any other Azure OpenAI path (the part after /cloudx/compat, with its query), relayed as sent',
-    tag: 'relay',
-    auth: 'dev_key',
-    vendor: { api: 'Azure OpenAI REST', url: 'https://learn.microsoft.com/azure/ai-foundry/openai/reference' },
-  },
-  'POST /msgvendor/v1/messages': { summary: 'Anthropic Messages, on Anthropic or on Vertex', tag: 'relay', auth: 'dev_key', vendor: ANTHROPIC_MESSAGES },
-  'POST /msgvendor/v1/messages/count_tokens': {
-    summary: 'Anthropic token counting',
-    tag: 'relay',
-    auth: 'dev_key',
-    vendor: { api: 'Anthropic Count Message tokens', url: 'https://docs.anthropic.com/en/api/messages-count-tokens' },
-  },
-  'POST /v1/messages': { summary: 'Parity relay: the exact bytes to Anthropic Messages', tag: 'relay', auth: 'dev_key', vendor: ANTHROPIC_MESSAGES },
-  'POST /genvendor/v1beta/models/:model': {
-    summary: 'Gemini generate content: {model} is `<model>:generateContent` or `<model>:streamGenerateContent`',
-    tag: 'relay',
-    auth: 'dev_key',
-    vendor: { api: 'Gemini generateContent', url: 'https://ai.google.dev/api/generate-content' },
-  },
-  'POST /cloudy/converse': { summary: 'Bedrock Converse, modelId in the body', tag: 'relay', auth: 'dev_key', vendor: BEDROCK_CONVERSE },
-  'POST /cloudy/converse-stream': { summary: 'Bedrock ConverseStream, modelId in the body', tag: 'relay', auth: 'dev_key', vendor: BEDROCK_CONVERSE_STREAM },
-  'POST /cloudy/model/:modelId/converse': { summary: 'Bedrock Converse, modelId in the path', tag: 'relay', auth: 'dev_key', vendor: BEDROCK_CONVERSE },
-  'POST /cloudy/model/:modelId/converse-stream': { summary: 'Bedrock ConverseStream, modelId in the path', tag: 'relay', auth: 'dev_key', vendor: BEDROCK_CONVERSE_STREAM },
+  'POST /v1/chat/completions': relay('OpenAI chat completions, translated for non-OpenAI models', OPENAI_CHAT),
+  'POST /v1/responses': relay('OpenAI Responses, relayed', OPENAI_RESPONSES),
+  'POST /cloudx/compat/v1/responses': relay('Responses on an Azure OpenAI resource (/openai/v1/responses)', AZURE_RESPONSES),
+  'POST /compat/v1/responses': relay('Responses on an Azure OpenAI resource (/openai/v1/responses)', AZURE_RESPONSES),
+  'POST /cloudx/compat/openai/v1/responses': relay('Responses on an Azure OpenAI resource (/openai/v1/responses)', AZURE_RESPONSES),
+  'POST /cloudx/compat/responses': relay('Responses on an Azure OpenAI resource (/openai/responses)', AZURE_RESPONSES),
+  'POST /cloudx/compat/openai/responses': relay('Responses on an Azure OpenAI resource (/openai/responses)', AZURE_RESPONSES),
+  'POST /cloudx/compat/*': relay('Any other Azure OpenAI path (the part after /cloudx/compat, with its query), relayed as sent', { api: 'Azure OpenAI REST', url: 'https://learn.microsoft.com/azure/ai-foundry/openai/reference' }),
+  'POST /msgvendor/v1/messages': relay('Anthropic Messages, on Anthropic or on Vertex', ANTHROPIC_MESSAGES),
+  'POST /msgvendor/v1/messages/count_tokens': relay('Anthropic token counting', { api: 'Anthropic Count Message tokens', url: 'https://docs.anthropic.com/en/api/messages-count-tokens' }),
+  'POST /v1/messages': relay('Parity relay: the exact bytes to Anthropic Messages', ANTHROPIC_MESSAGES),
+  'POST /genvendor/v1beta/models/:model': relay('Gemini generate content: {model} is `<model>:generateContent` or `<model>:streamGenerateContent`', { api: 'Gemini generateContent', url: 'https://ai.google.dev/api/generate-content' }),
+  'POST /cloudy/converse': relay('Bedrock Converse, modelId in the body', BEDROCK_CONVERSE),
+  'POST /cloudy/converse-stream': relay('Bedrock ConverseStream, modelId in the body', BEDROCK_CONVERSE_STREAM),
+  'POST /cloudy/model/:modelId/converse': relay('Bedrock Converse, modelId in the path', BEDROCK_CONVERSE),
+  'POST /cloudy/model/:modelId/converse-stream': relay('Bedrock ConverseStream, modelId in the path', BEDROCK_CONVERSE_STREAM),
 };
 
 /** A route path as OpenAPI writes it: `:name` as `{name}`, a trailing `*` as `{vendor_path}`. */
