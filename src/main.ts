@@ -17,12 +17,14 @@ import { ProcessRowWindow } from './lifecycle/rows.js';
 import { Scorecards } from './lifecycle/scorecards.js';
 import { BreakerSweep, SOLE_PROCESS } from './lifecycle/sweep.js';
 import { Pipeline } from './pipeline/index.js';
+import { queueWaitStage } from './pipeline/overload.js';
 import { installCatalogFile } from './providers/catalog-file.js';
 import { Destinations } from './destinations/index.js';
 import { destinationModels, readDestinationsFile } from './destinations/file.js';
 import { joinCatalog } from './providers/catalog.js';
 import { Providers, type OriginOverrides } from './providers/index.js';
 import { createFront } from './server/front.js';
+import { Ingress } from './server/ingress.js';
 import { startMetricsApp } from './server/metrics-app.js';
 import { loadUws, portRefusal } from './server/uws.js';
 import { PROVIDER_IDS } from './providers/types.js';
@@ -66,12 +68,14 @@ import { RedisMeterStore } from './stores/redis/meter-store.js';
 import { answerFleetScrapes, FleetMetrics } from './telemetry/fleet-metrics.js';
 import { createLogger, createLogging, type Logger } from './telemetry/log.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
+import { LoadMonitor } from './telemetry/load-monitor.js';
 import { InspectorRing } from './telemetry/ring.js';
 import { TelemetryRows } from './telemetry/row-sink.js';
 import { StreamReader } from './telemetry/stream-reader.js';
 import { StreamWriter } from './telemetry/stream-writer.js';
 import { Upstream } from './upstream/client.js';
 import { OriginHealth } from './upstream/health.js';
+import { UpstreamInflight } from './upstream/inflight.js';
 
 export interface RunningGateway {
   port: number;
@@ -150,6 +154,14 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
   try {
     const metrics = createMetrics({ streamDeadlineS: settings.GW_STREAM_DEADLINE_S });
     releases.push(() => metrics.loopDelay.disable());
+    const load = new LoadMonitor({
+      windowMs: settings.GW_LOOP_STALL_WINDOW_S * 1000,
+      stallShedShare: settings.GW_LOOP_STALL_SHED_SHARE,
+      ingressBudget: settings.GW_INGRESS_BUDGET,
+      countShed: (where) => metrics.shed.inc({ where }),
+    });
+    load.start();
+    releases.push(() => load.stop());
     const store = openStore(settings, log, metrics);
     await store.start();
     releases.push(() => store.close());
@@ -204,6 +216,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         : undefined;
     const entitlement = new Entitlement({ directory, configSecret: settings.GW_CONFIG_SECRET, adminKey: settings.GW_ADMIN_KEY, idp, dedicatedTenant: settings.GW_DEDICATED_TENANT });
     const admission = [
+      queueWaitStage(settings.GW_QUEUE_WAIT_MAX_S * 1000, load),
       ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
       ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
       modelAccessStage(modelAccess),
@@ -218,7 +231,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       log,
       rows: new TelemetryRows(ring, telemetry?.writer, metrics, log),
       health: originHealth,
-      limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
+      inflight: new UpstreamInflight(settings.GW_UPSTREAM_MAX_INFLIGHT, load),
+      limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000, maxReplyBytes: settings.GW_MAX_REPLY_BYTES },
       storedKeys: vendorKeys,
       admission,
       metering,
@@ -242,10 +256,10 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       ...publicRoutes(
         providers,
         {
-          inFlight: () => inFlight(),
           origins: originHealth,
           levers: () => levers,
           metrics,
+          load,
           startedAt,
           uwsNative: native,
           listsSelfHosted: destinations && ((m) => destinations.lists(m)),
@@ -278,6 +292,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       log,
       accessLog: logging.access,
       metrics,
+      ingress: new Ingress({ monitor: load, budget: settings.GW_INGRESS_BUDGET, heavyBytes: settings.GW_HEAVY_BODY_BYTES }),
+      monitor: load,
     });
     inFlight = () => front.inFlight;
     const sweep = new BreakerSweep({
@@ -308,6 +324,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       scorecardRows,
       flushLogs: () => logging.flushBatches(),
       async close() {
+        // /readyz answers 503 from here on (to a balancer still holding a connection)
+        load.drain();
         front.stopListening();
         const deadline = Date.now() + settings.GW_SHUTDOWN_GRACE_S * 1000;
         while (front.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

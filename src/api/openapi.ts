@@ -47,6 +47,8 @@ const WINDOW: Query = ['window', 'look-back window: 15m, 1h, 24h, 7d or 30d'];
  */
 export const OPERATIONS: Readonly<Record<string, Operation>> = {
   'GET /healthz': { summary: 'Liveness, levers and overload figures of the answering replica', tag: 'public', auth: 'none' },
+  'GET /livez': { summary: 'Liveness probe: 200 while the process answers', tag: 'public', auth: 'none' },
+  'GET /readyz': { summary: 'Readiness probe: 200 ready; 503 while draining on SIGTERM or shedding load', tag: 'public', auth: 'none' },
   'GET /v1/models': { summary: 'The catalog models the gateway can serve now', tag: 'public', auth: 'none' },
   'GET /metrics': { summary: 'Prometheus metrics of the answering replica (unless GW_METRICS_PUBLIC=0)', tag: 'public', auth: 'none' },
   'GET /openapi.json': { summary: 'This document', tag: 'public', auth: 'none' },

@@ -7,6 +7,7 @@ import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { Upstream } from '../upstream/client.js';
 import type { OriginHealth } from '../upstream/health.js';
+import type { UpstreamInflight } from '../upstream/inflight.js';
 import { Exchange } from './exchange.js';
 import type { RelayDeps, RelayLimits } from './relay.js';
 import { runStages } from './runner.js';
@@ -21,6 +22,8 @@ export interface PipelineDeps {
   log: Logger;
   limits: RelayLimits;
   health: OriginHealth;
+  /** requests in flight per upstream origin (dispatch-side shedding) */
+  inflight: UpstreamInflight;
   storedKeys: StoredKeys;
   /** admission, in order: an overload-shedding hook first when there is one, then the tenant's policy (dedicated tenant, residency, model access, rate) */
   admission: readonly PolicyStage[];
@@ -70,7 +73,7 @@ export class Pipeline {
   private readonly accounting: AccountingDeps;
 
   constructor(private readonly deps: PipelineDeps) {
-    const relayDeps: RelayDeps = { upstream: deps.upstream, metrics: deps.metrics, limits: deps.limits, health: deps.health };
+    const relayDeps: RelayDeps = { upstream: deps.upstream, metrics: deps.metrics, limits: deps.limits, health: deps.health, inflight: deps.inflight };
     this.dispatchDeps = { providers: deps.providers, storedKeys: deps.storedKeys, relay: relayDeps, located: [...deps.admission, ...deps.metering].filter((p) => p.located), destinations: deps.destinations };
     this.accounting = { rows: deps.rows, metrics: deps.metrics };
     this.stages = [

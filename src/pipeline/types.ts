@@ -23,6 +23,8 @@ export interface Call {
   body: Buffer;
   /** where the caller named (its location headers), before a stored key's */
   location: Location | undefined;
+  /** performance.now() when the transport accepted the request (engine-entry shedding reads its wait) */
+  readonly acceptedAt: number;
 }
 
 /** The named stages, in the order one runner runs them for every surface. */

@@ -24,14 +24,24 @@ describe('unauthenticated reads: /healthz and /v1/models', () => {
       status: string;
       uws_native: boolean;
       levers: { configured: { guardrails_classifier_mode: string; store: string } };
-      overload: { in_flight: number; event_loop_delay_p99_ms: number };
+      overload: { inflight_requests: number; inflight_bytes: number; loop_stall_share: number; shedding: boolean };
     };
     assert.equal(body.status, 'ok');
     assert.equal(body.uws_native, true);
     assert.equal(body.levers.configured.guardrails_classifier_mode, 'enforce');
     assert.equal(body.levers.configured.store, 'embedded');
-    assert.equal(body.overload.in_flight, 1, 'the health check itself is in flight');
-    assert.equal(typeof body.overload.event_loop_delay_p99_ms, 'number');
+    assert.equal(body.overload.inflight_requests, 1, 'the health check itself is in flight');
+    assert.equal(body.overload.inflight_bytes, 0);
+    assert.equal(typeof body.overload.loop_stall_share, 'number');
+    assert.equal(body.overload.shedding, false);
+  });
+
+  it('GET /livez and GET /readyz answer 200 on an idle replica', async () => {
+    for (const path of ['/livez', '/readyz']) {
+      const res = await fetch(`${gw.url}${path}`);
+      assert.equal(res.status, 200, path);
+      await res.body?.cancel();
+    }
   });
 
   it('/healthz reports what runs: no guardrail or skill is "on" while none runs; the policy stages are the pipeline\'s', async () => {

@@ -62,6 +62,16 @@ describe('self-hosted destination with LoRA adapters', () => {
     await fake?.close();
   });
 
+  it('the native /v1/execute route serves a self-hosted adapter too, priced at the destination', async () => {
+    const answer = await call(gw, '/v1/execute', { key: devKey, body: { input: { messages: [{ role: 'user', content: 'hi' }] }, target: { model: 'sql' } } });
+    assert.equal(answer.status, 200, JSON.stringify(answer.json));
+    assert.equal(answer.json['provider'], 'selfhosted');
+    assert.equal(answer.json['model'], 'sql');
+    const usage = answer.json['usage'] as { tokens_in: number; tokens_out: number; cost_usd: number };
+    assert.ok(usage.tokens_in > 0);
+    assert.equal(usage.cost_usd, (usage.tokens_in * 1 + usage.tokens_out * 2) / 1e6);
+  });
+
   it('loads an adapter on its first call, with the server key and no caller credential, and not again', async () => {
     const first = await chat(gw, 'sql');
     assert.equal(first.status, 200, JSON.stringify(first.json));

@@ -57,9 +57,9 @@ describe('deploy/docker-compose.yml', () => {
     for (const secret of ['GW_SECRETS_KEY', 'GW_ADMIN_KEY']) assert.match(String(env[secret]), new RegExp(`^\\$\\{${secret}:\\?.+\\}$`), `${secret} must come from the environment, required`);
   });
 
-  it('probes the gateway on /healthz at its port, and stops it slower than it drains', () => {
+  it('probes the gateway\'s readiness on /readyz at its port, and stops it slower than it drains', () => {
     const test = list(obj(gateway['healthcheck'], 'gateway.healthcheck')['test'], 'healthcheck.test').map(String).join(' ');
-    assert.ok(test.includes(`http://127.0.0.1:${String(env['GW_PORT'])}/healthz`), test);
+    assert.ok(test.includes(`http://127.0.0.1:${String(env['GW_PORT'])}/readyz`), test);
     const grace = Number(/^(\d+)s$/.exec(String(gateway['stop_grace_period']))?.[1]);
     assert.ok(grace > (SettingsSchema.properties.GW_SHUTDOWN_GRACE_S.default as number), 'stop_grace_period above GW_SHUTDOWN_GRACE_S');
     const publishes = list(gateway['ports'], 'gateway.ports').map(String);
