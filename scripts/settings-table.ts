@@ -56,7 +56,8 @@ export const MEANING: Readonly<Record<string, string>> = {
   GW_INGRESS_BUDGET: 'declared body bytes; a request that would pass it is 503 `overloaded` before its body is read; unset = off; shown on `/healthz`',
   GW_HEAVY_BODY_BYTES: 'light bodies are served while the loop is stalled',
   GW_SKILL_AUTO_ROLLBACK: 'shown on `/healthz`',
-  GW_GUARDRAILS_MODEL_MODE: 'guardrail classifier mode; shown on `/healthz`',
+  GW_GUARDRAILS_MODEL_MODE: 'guardrail classifier: `shadow` scores every prompt and only records it, `enforce` refuses with `learned_injection`, `off` does not run; shown on `/healthz`',
+  GW_SKILL_THREADS: 'each replica process has its own pool',
   GW_IDP_ISSUER: 'identity-provider mode: expected `iss` of bearer JWTs (docs/api.md, Identity-provider mode)',
   GW_IDP_JWKS: 'required with `GW_IDP_ISSUER`',
   GW_IDP_AUDIENCE: 'expected `aud` of IdP tokens',
@@ -71,9 +72,7 @@ export const MEANING: Readonly<Record<string, string>> = {
  * /healthz). test/unit/readme-settings.test.ts fails once code reads one of
  * them, so this list, and the README, follow.
  */
-export const NOT_YET_ENFORCED: readonly string[] = [
-  // the skill pool (src/skills/pool.ts) takes them; main.ts does not start it yet
-  'GW_SKILL_THREADS', 'GW_SKILL_MIN_THREADS', 'GW_SKILL_MAX_QUEUE', 'GW_SKILL_IDLE_TIMEOUT_MS', 'GW_SKILL_ABORT_GRACE_MS'];
+export const NOT_YET_ENFORCED: readonly string[] = [];
 
 type Schema = TSchema & Record<string, unknown>;
 

@@ -54,6 +54,10 @@ import { Entitlement } from './tenancy/entitlement.js';
 import { IdpVerifier } from './tenancy/idp.js';
 import { ModelAccess } from './tenancy/model-access.js';
 import { KeySkills, StoredTransitionLog } from './tenancy/skills.js';
+import { SkillEngine } from './skills/engine.js';
+import { EngineSkillsStage } from './skills/pipeline-stage.js';
+import { SkillPool } from './skills/pool.js';
+import { SKILLS, skillLevers, type SkillRow } from './skills/table.js';
 import { VendorKeys } from './tenancy/vendor-keys.js';
 import { dedicatedTenantStage } from './policy/dedicated.js';
 import { modelAccessStage } from './policy/model-access.js';
@@ -95,6 +99,8 @@ export interface RunningGateway {
 export interface StartOptions {
   /** where logs go (tests capture them); stdout by default */
   logDestination?: pino.DestinationStream;
+  /** the skills table this replica runs; the shipped table (SKILLS) by default. Tests add rows of their own evaluators. */
+  skillRows?: readonly SkillRow[];
   /** a replica whose primary checked the port: it joins its siblings there (SO_REUSEPORT); otherwise the port is bound exclusively */
   sharePort?: boolean;
 }
@@ -112,6 +118,19 @@ const FEEDBACK_CAPACITY = 100_000;
 
 function openMeter(settings: Settings): MeterStore {
   return settings.GW_REDIS_URL ? new RedisMeterStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : new EmbeddedMeterStore();
+}
+
+/** leverReport's names of the guardrail stages of the skills table */
+const GUARDRAIL_LEVERS: Readonly<Record<string, string>> = { guardrails: 'guardrail_regex', guardrails_model: 'guardrail_classifier' };
+
+/** The skills table's stages the engine runs on this replica (a mode other than off), as leverReport names them. */
+const runningStages = (settings: Settings, rows: readonly SkillRow[]): Set<string> =>
+  new Set(skillLevers(settings, rows).stages.filter((s) => s.mode !== 'off').map((s) => GUARDRAIL_LEVERS[s.id] ?? s.id));
+
+/** This replica's skill threads as /healthz shows them. */
+function poolState(pool: SkillPool) {
+  const { threads, queued, inFlight } = pool.stats;
+  return { threads, queued, in_flight: inFlight };
 }
 
 /** The Redis telemetry streams: a writer and a reader on connections of their own; none without Redis. */
@@ -210,6 +229,22 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     const scorecardRows = new ProcessRowWindow(SCORECARD_WINDOW_ROWS);
     const feedback = lifecycleStore ?? new ProcessFeedback(FEEDBACK_CAPACITY);
     const scorecards = new Scorecards({ rows: scorecardRows, feedback, skills: keySkills, directory, armed: new Set(armed) });
+    // each replica process has its own pool of skill threads
+    const skillRows = opts.skillRows ?? SKILLS;
+    const skillPool = new SkillPool(
+      {
+        threads: settings.GW_SKILL_THREADS,
+        minThreads: settings.GW_SKILL_MIN_THREADS,
+        maxQueue: settings.GW_SKILL_MAX_QUEUE,
+        idleTimeoutMs: settings.GW_SKILL_IDLE_TIMEOUT_MS,
+        abortGraceMs: settings.GW_SKILL_ABORT_GRACE_MS,
+      },
+      skillRows,
+      metrics.skillPool,
+    );
+    releases.push(() => skillPool.close());
+    if (skillRows[0]) await skillPool.warm(skillRows[0].id);
+    const skills = new EngineSkillsStage(new SkillEngine({ pool: skillPool, modes: keySkills, settings, rows: skillRows, shedShadow: () => load.shouldShedShadow() }), keySkills);
     const idp =
       settings.GW_IDP_ISSUER && settings.GW_IDP_JWKS
         ? await IdpVerifier.create({ issuer: settings.GW_IDP_ISSUER, jwks: settings.GW_IDP_JWKS, audience: settings.GW_IDP_AUDIENCE, groupMap: settings.GW_IDP_GROUP_MAP })
@@ -237,12 +272,12 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       admission,
       metering,
       destinations,
+      skills,
     });
 
     const levers = leverReport({
       policy: [...admission, ...metering].map((p) => p.name),
-      // no skills engine and no guardrail stage is built yet: nothing runs on the request path but policy
-      running: new Set(),
+      running: runningStages(settings, skillRows),
       configured: {
         guardrails_classifier_mode: settings.GW_GUARDRAILS_MODEL_MODE,
         auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
@@ -257,7 +292,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         providers,
         {
           origins: originHealth,
-          levers: () => levers,
+          levers: () => ({ ...levers, skill_engine: { state: 'running', ...skillLevers(settings, skillRows), pool: poolState(skillPool) } }),
           metrics,
           load,
           startedAt,

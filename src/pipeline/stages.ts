@@ -242,6 +242,7 @@ export function accountFor(deps: AccountingDeps, ex: Exchange): void {
     answer: ex.res.meta,
     failOpenReason: ex.failOpenReason,
     credentialSource: ex.credentialSource,
+    skills: ex.skills.list,
   });
   deps.metrics.recordUsage(call.provider, outcome.usage, cost ?? 0);
   ex.settle(cost);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { CATALOG } from '../../src/providers/catalog.js';
+import { SKILLS } from '../../src/skills/table.js';
 import { PER_KEY_SKILLS } from '../../src/tenancy/skills.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
@@ -44,13 +45,14 @@ describe('unauthenticated reads: /healthz and /v1/models', () => {
     }
   });
 
-  it('/healthz reports what runs: no guardrail or skill is "on" while none runs; the policy stages are the pipeline\'s', async () => {
+  it('/healthz reports what runs: the guardrail stages and the per-key skills the skills table has a stage for; the policy stages are the pipeline\'s', async () => {
     const { levers } = (await (await fetch(`${gw.url}/healthz`)).json()) as {
       levers: { skills: Record<string, string>; guardrails: Record<string, string>; policy: string[] };
     };
-    assert.deepEqual(levers.guardrails, { regex: 'not_running', classifier: 'not_running' });
-    assert.deepEqual(levers.skills, Object.fromEntries(PER_KEY_SKILLS.map((s) => [s, 'not_running'])));
-    assert.deepEqual(levers.policy, ['model_access', 'rate_limit', 'spend_cap']);
+    assert.deepEqual(levers.guardrails, { regex: 'running', classifier: 'running' });
+    const tabled = new Set(SKILLS.map((r) => r.id));
+    assert.deepEqual(levers.skills, Object.fromEntries(PER_KEY_SKILLS.map((s) => [s, tabled.has(s) ? 'running' : 'not_running'])));
+    assert.deepEqual(levers.policy, ['queue_wait', 'model_access', 'rate_limit', 'spend_cap']);
   });
 
   it('a key is never required, and a bad one does not turn the read into a 401', async () => {
