@@ -10,6 +10,7 @@ import { scorecardRoutes } from './api/scorecard.js';
 import { skillRoutes } from './api/skills.js';
 import { telemetryRoutes } from './api/telemetry.js';
 import { leverReport, publicRoutes } from './api/public.js';
+import { openApiDocument, openApiRoutes } from './api/openapi.js';
 import type { Route } from './http/types.js';
 import { ProcessFeedback } from './lifecycle/feedback.js';
 import { ProcessRowWindow } from './lifecycle/rows.js';
@@ -45,6 +46,8 @@ import { messagesRoutes } from './surfaces/messages.js';
 import { parityRelayRoutes } from './surfaces/parity-relay.js';
 import { responsesRoutes } from './surfaces/responses.js';
 import { TenantAdmin } from './tenancy/admin.js';
+import { firstRunHint } from './first-run.js';
+import { devBanner, startDevEnvironment, storeDemoProviderKeys } from './dev.js';
 import { Keyring } from './tenancy/crypto.js';
 import { Directory } from './tenancy/directory.js';
 import { Entitlement } from './tenancy/entitlement.js';
@@ -184,6 +187,9 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     const directory = new Directory(store);
     const admin = new TenantAdmin(store, directory, settings.GW_DEFAULT_RPS_CAP);
     if (settings.GW_BOOTSTRAP) log.info(await admin.bootstrap(settings.GW_BOOTSTRAP), 'bootstrap applied');
+    // replicas (sharePort) leave the hint to the first-started process, so it is printed once
+    const hint = opts.sharePort ? undefined : firstRunHint(admin.listOrgs().length, settings.GW_ADMIN_KEY !== undefined);
+    if (hint) log.info({ first_run: true }, hint);
     const providers = new Providers(originOverrides(settings));
     const upstream = new Upstream({ connectionsPerOrigin: settings.GW_UPSTREAM_CONNECTIONS, headersTimeoutMs: settings.GW_REQUEST_DEADLINE_S * 1000 });
     releases.push(() => upstream.close());
@@ -295,7 +301,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         },
         settings.GW_METRICS_PUBLIC === '1',
       ),
-      ...adminRoutes(admin, settings.GW_ADMIN_KEY),
+      ...adminRoutes(admin, settings.GW_ADMIN_KEY, log),
       ...selfServiceRoutes({ entitlement, directory, vendorKeys, modelAccess, spendCaps, skills: keySkills }),
       ...skillRoutes(entitlement, keySkills),
       ...telemetryRoutes({ entitlement, directory, ring, reader: telemetry?.reader }),
@@ -310,6 +316,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       ...generateContentRoutes(pipeline),
       ...converseRoutes(pipeline),
     ];
+    // generated from the routes just assembled: one without an OPERATIONS entry stops the start, naming it
+    routes.push(...openApiRoutes(openApiDocument(routes)));
     const front = createFront({
       uws,
       routes,
@@ -401,6 +409,10 @@ function probePort(host: string, port: number): Promise<number> {
  * instead of restarting them forever.
  */
 async function runPrimary(settings: Settings): Promise<void> {
+  if (settings.GW_DEV === '1') {
+    if (settings.GW_BOOTSTRAP) fail('gateway: GW_DEV bootstraps its own demo org and key; unset GW_BOOTSTRAP');
+    return runDev(settings.GW_ADMIN_KEY);
+  }
   if (settings.GW_WORKERS === 1) {
     const gw = await startGateway(settings);
     const stop = stopOnce(gw);
@@ -462,12 +474,31 @@ async function runPrimary(settings: Settings): Promise<void> {
   process.once('SIGINT', stop);
 }
 
+/** GW_DEV=1: one process in front of the bundled fake vendors, with a demo org and key printed once. */
+async function runDev(adminKey: string | undefined): Promise<void> {
+  const dev = await startDevEnvironment(adminKey);
+  try {
+    const settings = { ...loadSettings({ ...process.env, ...dev.env }), GW_WORKERS: 1 };
+    const gw = await startGateway(settings);
+    const url = `http://${settings.GW_HOST === '0.0.0.0' ? '127.0.0.1' : settings.GW_HOST}:${gw.port}`;
+    await storeDemoProviderKeys(url, dev.apiKey);
+    process.stdout.write(`${devBanner(url, dev)}\n`);
+    const stop = stopOnce(gw, dev.stop);
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  } catch (err) {
+    dev.stop();
+    throw err;
+  }
+}
+
 /** A shutdown that runs once, however many signals arrive, and exits non-zero if closing fails. */
-function stopOnce(gw: RunningGateway): () => void {
+function stopOnce(gw: RunningGateway, alsoStop: () => void = () => undefined): () => void {
   let stopping = false;
   return () => {
     if (stopping) return;
     stopping = true;
+    alsoStop();
     gw.close().then(
       () => process.exit(0),
       (err: unknown) => fail(`gateway: shutdown failed: ${err instanceof Error ? err.message : String(err)}`),

@@ -92,6 +92,7 @@ export const SettingsSchema = Type.Object({
   GW_CACHE_TTL_S: Type.Integer({ minimum: 1, maximum: 30 * 86400, default: 3600, description: 'semantic_cache: seconds a stored reply lives' }),
   GW_CACHE_MAX_ENTRIES: Type.Integer({ minimum: 1, default: 10_000, description: 'semantic_cache in process (no Redis): most entries kept per replica' }),
   GW_CACHE_MAX_BYTES: Type.Integer({ minimum: 65_536, default: 64 * 1024 * 1024, description: 'semantic_cache in process: most bytes kept per replica; a reply over a sixteenth of it is never stored' }),
+  GW_DEV: Type.Union([Type.Literal('0'), Type.Literal('1')], { default: '0', description: 'development mode: local fake vendors for every provider and a demo org and key, printed once; one process; never in production' }),
 });
 
 export type RawSettings = Static<typeof SettingsSchema>;

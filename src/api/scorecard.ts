@@ -13,16 +13,15 @@ import { sendJson } from './respond.js';
 
 const surface = SURFACES.api;
 const Id = Type.String({ minLength: 1, maxLength: 256 });
-const parseFeedback = compileSchema(
-  Type.Object(
-    {
-      session_id: Type.Optional(Id),
-      task_id: Type.Optional(Id),
-      outcome: Type.Union([Type.Literal('success'), Type.Literal('failure')]),
-    },
-    { additionalProperties: false },
-  ),
+export const FeedbackBody = Type.Object(
+  {
+    session_id: Type.Optional(Id),
+    task_id: Type.Optional(Id),
+    outcome: Type.Union([Type.Literal('success'), Type.Literal('failure')]),
+  },
+  { additionalProperties: false },
 );
+const parseFeedback = compileSchema(FeedbackBody);
 
 /**
  * The skill scorecard (docs/api.md, Scorecard) and task feedback (Feedback).

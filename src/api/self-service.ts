@@ -21,38 +21,36 @@ const OWN_ORG: IdentifyOptions = { deploymentSecrets: false };
 const TenantId = Type.Optional(Type.String({ pattern: '^[a-z0-9_-]{1,64}$' }));
 const Provider = Type.Union(PROVIDER_IDS.map((p) => Type.Literal(p)));
 
-const parseCreate = compileSchema(
-  Type.Object(
-    {
-      provider: Provider,
-      api_key: Type.String({ minLength: 1, maxLength: 8192 }),
-      credential_kind: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
-      endpoint: Type.Optional(Type.String({ minLength: 1, maxLength: 300 })),
-      region: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-      project: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-      location: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-      tenant_id: TenantId,
-    },
-    { additionalProperties: false },
-  ),
+export const VendorKeyCreateBody = Type.Object(
+  {
+    provider: Provider,
+    api_key: Type.String({ minLength: 1, maxLength: 8192 }),
+    credential_kind: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
+    endpoint: Type.Optional(Type.String({ minLength: 1, maxLength: 300 })),
+    region: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    project: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    location: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    tenant_id: TenantId,
+  },
+  { additionalProperties: false },
 );
-const parseDelete = compileSchema(Type.Object({ provider: Provider, tenant_id: TenantId }, { additionalProperties: false }));
-const parseSpendCap = compileSchema(
-  Type.Object(
-    {
-      cap_usd: Type.Union([Type.Number({ minimum: 0, maximum: 1e9 }), Type.Null()]),
-      period: Type.Optional(Type.Union([Type.Literal('day'), Type.Literal('month')])),
-      tenant_id: TenantId,
-    },
-    { additionalProperties: false },
-  ),
+const parseCreate = compileSchema(VendorKeyCreateBody);
+export const VendorKeyDeleteBody = Type.Object({ provider: Provider, tenant_id: TenantId }, { additionalProperties: false });
+const parseDelete = compileSchema(VendorKeyDeleteBody);
+export const SpendCapBody = Type.Object(
+  {
+    cap_usd: Type.Union([Type.Number({ minimum: 0, maximum: 1e9 }), Type.Null()]),
+    period: Type.Optional(Type.Union([Type.Literal('day'), Type.Literal('month')])),
+    tenant_id: TenantId,
+  },
+  { additionalProperties: false },
 );
-const parseModelAccess = compileSchema(
-  Type.Object(
-    { models: Type.Union([Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 1000 }), Type.Null()]), tenant_id: TenantId },
-    { additionalProperties: false },
-  ),
+const parseSpendCap = compileSchema(SpendCapBody);
+export const ModelAccessBody = Type.Object(
+  { models: Type.Union([Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 1000 }), Type.Null()]), tenant_id: TenantId },
+  { additionalProperties: false },
 );
+const parseModelAccess = compileSchema(ModelAccessBody);
 
 export interface SelfServiceDeps {
   entitlement: Entitlement;

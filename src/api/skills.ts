@@ -22,35 +22,33 @@ const FoldParams = Type.Object(
   { additionalProperties: false },
 );
 
-const parseSkillsBody = compileSchema(
-  Type.Object(
-    {
-      dev_key_id: Type.Optional(KeyRef),
-      key_id: Type.Optional(KeyRef),
-      tenant_id: Type.Optional(Type.String()),
-      skills: Type.Optional(perSkill(Type.Boolean())),
-      skill_modes: Type.Optional(perSkill(Type.String())),
-      locked_skills: Type.Optional(perSkill(Type.Boolean())),
-      // checked after the plan gate: on other plans its mere presence refuses the save
-      skill_params: Type.Optional(Type.Unknown()),
-    },
-    { additionalProperties: false },
-  ),
+export const SkillsBody = Type.Object(
+  {
+    dev_key_id: Type.Optional(KeyRef),
+    key_id: Type.Optional(KeyRef),
+    tenant_id: Type.Optional(Type.String()),
+    skills: Type.Optional(perSkill(Type.Boolean())),
+    skill_modes: Type.Optional(perSkill(Type.String())),
+    locked_skills: Type.Optional(perSkill(Type.Boolean())),
+    // checked after the plan gate: on other plans its mere presence refuses the save
+    skill_params: Type.Optional(Type.Unknown()),
+  },
+  { additionalProperties: false },
 );
+const parseSkillsBody = compileSchema(SkillsBody);
 const parseSkillParams = compileSchema(Type.Object({ agent_trajectory_compaction: Type.Optional(FoldParams) }, { additionalProperties: false }));
-const parseLifecycleBody = compileSchema(
-  Type.Object(
-    {
-      key_id: Type.Optional(KeyRef),
-      dev_key_id: Type.Optional(KeyRef),
-      tenant_id: Type.Optional(Type.String()),
-      mode: Type.Unknown(),
-      reason: Type.Optional(Type.String({ maxLength: 2000 })),
-      trigger_source: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:+-]{1,128}$' })),
-    },
-    { additionalProperties: false },
-  ),
+export const LifecycleBody = Type.Object(
+  {
+    key_id: Type.Optional(KeyRef),
+    dev_key_id: Type.Optional(KeyRef),
+    tenant_id: Type.Optional(Type.String()),
+    mode: Type.Unknown(),
+    reason: Type.Optional(Type.String({ maxLength: 2000 })),
+    trigger_source: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.:+-]{1,128}$' })),
+  },
+  { additionalProperties: false },
 );
+const parseLifecycleBody = compileSchema(LifecycleBody);
 
 const modeOrRefuse = (value: unknown, field: string): StoredMode => {
   const mode = parseStoredMode(value);

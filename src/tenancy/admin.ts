@@ -11,7 +11,7 @@ const OrgId = Type.String({ pattern: '^[a-z0-9_-]{1,64}$' });
 const DevKeyId = Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,128}$' });
 const PlanT = Type.Union([Type.Literal('free'), Type.Literal('team'), Type.Literal('enterprise')]);
 
-const OrgInput = Type.Object(
+export const OrgInput = Type.Object(
   {
     org_id: OrgId,
     parent_org_id: Type.Optional(Type.Union([OrgId, Type.Null()])),
@@ -20,7 +20,7 @@ const OrgInput = Type.Object(
   },
   { additionalProperties: false },
 );
-const DevKeyInput = Type.Object(
+export const DevKeyInput = Type.Object(
   {
     org_id: OrgId,
     dev_key_id: Type.Optional(DevKeyId),
@@ -29,7 +29,7 @@ const DevKeyInput = Type.Object(
   },
   { additionalProperties: false },
 );
-const RevokeInput = Type.Object(
+export const RevokeInput = Type.Object(
   { key_id: Type.Optional(Type.String({ minLength: 1 })), dev_key_id: Type.Optional(Type.String({ minLength: 1 })) },
   { additionalProperties: false },
 );
@@ -52,6 +52,9 @@ export const parseOrgInput = compileSchema(OrgInput);
 export const parseDevKeyInput = compileSchema(DevKeyInput);
 export const parseRevokeInput = compileSchema(RevokeInput);
 const parseBootstrap = compileSchema(BootstrapFile);
+
+/** A developer key as the admin routes show it: everything but the secret's hash. */
+export type PublicDevKey = Omit<DevKey, 'secret_hash'>;
 
 /** Writes to orgs and developer keys (admin routes and GW_BOOTSTRAP). */
 export class TenantAdmin {
@@ -112,6 +115,20 @@ export class TenantAdmin {
     const revoked = { ...key, revoked_at: new Date().toISOString() };
     await this.store.put('dev_keys', key.key_id, revoked);
     return revoked;
+  }
+
+  /** Every org, by org_id. */
+  listOrgs(): Org[] {
+    return [...this.store.values<Org>('orgs')].sort((a, b) => a.org_id.localeCompare(b.org_id));
+  }
+
+  /** An org's developer keys (revoked ones too), without their secret hashes; 404 for an unknown org. */
+  listKeys(orgId: string): PublicDevKey[] {
+    if (!this.directory.org(orgId)) throw new GatewayError('not_found', `no org ${orgId}`);
+    return this.directory
+      .keysOf(orgId)
+      .map(({ secret_hash: _hash, ...rest }) => rest)
+      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.key_id.localeCompare(b.key_id));
   }
 
   /**

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { Route } from '../../src/http/types.js';
+import { fileURLToPath } from 'node:url';
 import { SettingsSchema } from '../../src/settings.js';
+import { registeredRoutes } from '../helpers/routes.js';
 
 /**
  * README.md and docs/ are all a reader of this repository has: they may not
@@ -14,7 +14,6 @@ import { SettingsSchema } from '../../src/settings.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DOCS = join(ROOT, 'docs');
-const MAIN = join(ROOT, 'src', 'main.ts');
 
 const docFiles = (): string[] => [join(ROOT, 'README.md'), ...readdirSync(DOCS).filter((f) => f.endsWith('.md')).map((f) => join(DOCS, f))];
 
@@ -27,34 +26,6 @@ const OUTSIDE_REFERENCES: ReadonlyArray<[name: string, pattern: RegExp]> = [
   ['shared/', /(^|[\s/`(.])shared\//],
   ['a § section reference', /§/],
 ];
-
-/**
- * Every route src/main.ts assembles: each `...xRoutes(` spread there is a
- * builder imported from a module; calling it lists its routes. Builders only
- * close over their dependencies, so an inert stand-in serves as each argument
- * (no handler runs here).
- */
-async function registeredRoutes(): Promise<Array<Pick<Route, 'method' | 'path'>>> {
-  const main = readFileSync(MAIN, 'utf8');
-  const modules = new Map<string, string>();
-  for (const m of main.matchAll(/import\s*\{([^}]+)\}\s*from\s*'(\.[^']+)'/g)) {
-    for (const name of (m[1] as string).split(',').map((n) => n.trim().replace(/^type\s+/, ''))) modules.set(name, m[2] as string);
-  }
-  const builders = [...new Set([...main.matchAll(/\.\.\.(\w+Routes)\(/g)].map((m) => m[1] as string))];
-  assert.ok(builders.length >= 8, `found only ${builders.length} route builders spread in src/main.ts: the test no longer reads main.ts right`);
-  // a builder handing its route rows to a dependency (pipeline.routes(ROWS)) gets the rows back
-  const inert: unknown = new Proxy(() => inert, { get: (_t, p) => (p === 'then' ? undefined : inert), apply: (_t, _this, args: unknown[]) => (Array.isArray(args[0]) ? args[0] : inert) });
-  const routes: Array<Pick<Route, 'method' | 'path'>> = [];
-  for (const builder of builders) {
-    const from = modules.get(builder);
-    assert.ok(from !== undefined, `${builder} is spread in src/main.ts but not imported there by name`);
-    const mod = (await import(pathToFileURL(join(ROOT, 'src', from.replace(/\.js$/, '.ts'))).href)) as Record<string, (...args: unknown[]) => Route[]>;
-    const build = mod[builder];
-    assert.equal(typeof build, 'function', `${from} does not export ${builder}`);
-    routes.push(...(build as (...args: unknown[]) => Route[])(inert, inert, inert).map(({ method, path }) => ({ method, path })));
-  }
-  return routes;
-}
 
 /** A route as docs/api.md writes it: `:name` segments as `{name}`. */
 const documented = (path: string) => path.replace(/:([A-Za-z_]+)/g, '{$1}');
