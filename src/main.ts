@@ -12,7 +12,8 @@ import { telemetryRoutes } from './api/telemetry.js';
 import { leverReport, publicRoutes } from './api/public.js';
 import type { Route } from './http/types.js';
 import { ProcessFeedback } from './lifecycle/feedback.js';
-import { ProcessRowWindow } from './lifecycle/rows.js';
+import { DurableRowSource, ProcessRowWindow } from './lifecycle/rows.js';
+import { storedArms } from './lifecycle/stored-arms.js';
 import { Scorecards } from './lifecycle/scorecards.js';
 import { BreakerSweep, SOLE_PROCESS } from './lifecycle/sweep.js';
 import { Pipeline } from './pipeline/index.js';
@@ -77,7 +78,7 @@ export interface RunningGateway {
   log: Logger;
   /** this replica's metrics, for the primary's aggregated scrape */
   registry: Registry;
-  /** the process's rolling window of scorecard rows (accounting records each finished request here) */
+  /** the process's rolling window of scorecard rows: fed by every finished request when no durable store is configured (with one, scorecards read the durable rows) */
   scorecardRows: ProcessRowWindow;
   /** hands batched log lines to the destination now */
   flushLogs(): void;
@@ -191,7 +192,12 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     const armed = settings.GW_SKILL_AUTO_ROLLBACK.split(',').map((s) => s.trim()).filter(Boolean);
     const scorecardRows = new ProcessRowWindow(SCORECARD_WINDOW_ROWS);
     const feedback = lifecycleStore ?? new ProcessFeedback(FEEDBACK_CAPACITY);
-    const scorecards = new Scorecards({ rows: scorecardRows, feedback, skills: keySkills, directory, armed: new Set(armed) });
+    // with a durable store every replica reads the fleet's rows; without, the process's own window
+    const reader = telemetry?.reader;
+    const rowSource = reader
+      ? new DurableRowSource(async (tenant, sinceMs) => (await reader.list(tenant, { startMs: sinceMs, limit: Number.MAX_SAFE_INTEGER, filters: [], withDecision: false })).map((e) => e.row))
+      : scorecardRows;
+    const scorecards = new Scorecards({ rows: rowSource, feedback, skills: keySkills, directory, armed: new Set(armed) });
     const idp =
       settings.GW_IDP_ISSUER && settings.GW_IDP_JWKS
         ? await IdpVerifier.create({ issuer: settings.GW_IDP_ISSUER, jwks: settings.GW_IDP_JWKS, audience: settings.GW_IDP_AUDIENCE, groupMap: settings.GW_IDP_GROUP_MAP })
@@ -210,7 +216,10 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       upstream,
       metrics,
       log,
-      rows: new TelemetryRows(ring, telemetry?.writer, metrics, log),
+      rows: new TelemetryRows(ring, telemetry?.writer, metrics, log, {
+        storedArms: storedArms(keySkills),
+        onRow: telemetry ? undefined : (row) => scorecardRows.record(row),
+      }),
       health: originHealth,
       limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
       storedKeys: vendorKeys,
