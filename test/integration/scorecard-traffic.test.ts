@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { armFor } from '../../src/skills/arms.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
-import { call } from '../helpers/api.js';
+import { call, startReplicaPairOverFakeOpenAI, type ReplicaPairOverFake } from '../helpers/api.js';
 import { devKeySecret, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 import { eventually } from '../helpers/wait.js';
 
@@ -15,7 +15,7 @@ import { eventually } from '../helpers/wait.js';
 
 const KEYS = { quiet: devKeySecret('sct-quiet'), healthy: devKeySecret('sct-healthy'), tools: devKeySecret('sct-tools') };
 const BOOT: Bootstrap = {
-  orgs: [{ org_id: 'acme' }],
+  orgs: [{ org_id: 'acme', rps_cap: 100_000 }],
   dev_keys: Object.entries(KEYS).map(([name, api_key]) => ({ org_id: 'acme', dev_key_id: `dk-${name}`, api_key })),
 };
 const WEATHER_TOOL = {
@@ -29,6 +29,16 @@ function sessionsIn(skill: string, percent: number, arm: 'treatment' | 'control'
   for (let i = 0; out.length < n; i++) if (armFor(skill, `canary:${percent}`, `${tag}-${i}`, 'unused') === arm) out.push(`${tag}-${i}`);
   return out;
 }
+
+type Caller = { gw: TestGateway; key: string };
+const chatAs = async ({ gw, key }: Caller, session: string | undefined, model = 'gpt-4o', tools = false) => {
+  const r = await call(gw, '/v1/chat/completions', {
+    key,
+    headers: { 'x-gw-provider-key': 'sk-upstream', ...(session !== undefined && { 'x-gw-session': session }) },
+    body: { model, messages: [{ role: 'user', content: `weather in Paris? (${session ?? 'no session'})` }], ...(tools && { tools: [WEATHER_TOOL] }) },
+  });
+  assert.equal(r.status, 200);
+};
 
 for (const redis of [false, true]) {
   describe(`scorecard from real traffic (${redis ? 'durable rows' : 'process window'})`, () => {
@@ -45,15 +55,7 @@ for (const redis of [false, true]) {
 
     const setMode = async (name: keyof typeof KEYS, skill: string, mode: string) =>
       assert.equal((await call(gw, `/api/v1/tenant/acme/skills/${skill}/lifecycle`, { key: KEYS[name], body: { key_id: `dk-${name}`, mode } })).status, 200);
-    const chat = async (name: keyof typeof KEYS, session: string | undefined, model = 'gpt-4o', tools = false) => {
-      const r = await call(gw, '/v1/chat/completions', {
-        key: KEYS[name],
-        headers: { 'x-gw-provider-key': 'sk-upstream', ...(session !== undefined && { 'x-gw-session': session }) },
-        body: { model, messages: [{ role: 'user', content: 'weather in Paris?' }], ...(tools && { tools: [WEATHER_TOOL] }) },
-      });
-      assert.equal(r.status, 200);
-      return r;
-    };
+    const chat = (name: keyof typeof KEYS, session: string | undefined, model?: string, tools?: boolean) => chatAs({ gw, key: KEYS[name] }, session, model, tools);
     const card = async (name: keyof typeof KEYS, skill: string) => (await call(gw, `/api/v1/tenant/acme/skills/${skill}/scorecard?key_id=dk-${name}`, { key: KEYS[name] })).json;
     const armSizes = (c: Record<string, unknown>) => c['sample_size'] as Record<string, number>;
 
@@ -76,6 +78,8 @@ for (const redis of [false, true]) {
       assert.deepEqual([armSizes(c)['treatment'], armSizes(c)['control']], [22, 21]);
       assert.equal(c['status'], 'HEALTHY', JSON.stringify(c['anomalies']));
       assert.deepEqual((c['downstream_ai_metrics'] as Record<string, unknown>)['tool_call_fidelity'], { treatment: 1, control: 1 });
+      // distinct bodies: no request counts as the client's retry of another
+      assert.deepEqual((c['generic_metrics'] as Record<string, unknown>)['client_retry_rate'], { treatment: 0, control: 0 });
     });
 
     it('trips tool-call fidelity when treatment replies call tools against their declared schema (advisory: not armed)', async () => {
@@ -90,3 +94,37 @@ for (const redis of [false, true]) {
     });
   });
 }
+
+describe('the breaker sweep over durable rows of real traffic, two replicas on one Redis', () => {
+  const FOLD = 'agent_trajectory_compaction';
+  let pair: ReplicaPairOverFake;
+  before(async () => {
+    pair = await startReplicaPairOverFakeOpenAI(BOOT, { GW_BREAKER_SWEEP_S: '1', GW_SKILL_AUTO_ROLLBACK: FOLD });
+  });
+  after(() => pair.close());
+
+  const modeOn = async (gw: TestGateway) => {
+    const keys = (await call(gw, '/api/v1/settings', { key: KEYS.tools })).json['dev_keys'] as Array<{ dev_key_id: string; skill_modes: Record<string, string> }>;
+    return keys.find((k) => k.dev_key_id === 'dk-tools')?.skill_modes[FOLD];
+  };
+  const history = async (gw: TestGateway) =>
+    (await call(gw, `/api/v1/tenant/acme/skills/${FOLD}/scorecard?key_id=dk-tools`, { key: KEYS.tools })).json['deployment_history'] as Array<Record<string, string>>;
+
+  it('rolls an armed skill back once when the treatment both replicas served breaks its tool schemas (neither replica alone has 20 samples)', async () => {
+    assert.equal((await call(pair.a, `/api/v1/tenant/acme/skills/${FOLD}/lifecycle`, { key: KEYS.tools, body: { key_id: 'dk-tools', mode: 'canary:50' } })).status, 200);
+    await eventually(async () => (await modeOn(pair.b)) === 'canary:50', 'the mode to reach the second replica');
+    const treated = sessionsIn(FOLD, 50, 'treatment', 20, 'sw');
+    for (const [i, s] of treated.entries()) await chatAs({ gw: i % 2 === 0 ? pair.a : pair.b, key: KEYS.tools }, s, 'gpt-4o-bad_tools', true);
+    await eventually(async () => (await modeOn(pair.a)) === 'rolled_back' && (await modeOn(pair.b)) === 'rolled_back', 'the sweep to roll the key back');
+    await eventually(async () => (await history(pair.b)).length === 2, 'the rollback in the history');
+    const [auto] = await history(pair.b);
+    assert.deepEqual([auto?.['from_mode'], auto?.['to_mode'], auto?.['trigger_source']], ['canary:50', 'rolled_back', 'auto:tool_call_fidelity']);
+
+    // further sweeps on both replicas write nothing more
+    const runs = async (gw: TestGateway) => gw.gateway.registry.getSingleMetricAsString('gw_breaker_sweep_runs_total');
+    const [ra, rb] = [await runs(pair.a), await runs(pair.b)];
+    await eventually(async () => (await runs(pair.a)) !== ra && (await runs(pair.b)) !== rb, 'another sweep period on each replica');
+    assert.equal((await history(pair.a)).length, 2, 'exactly one automatic transition');
+    assert.equal(await modeOn(pair.b), 'rolled_back');
+  });
+});
