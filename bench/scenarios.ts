@@ -5,7 +5,7 @@ import { BENCH_ADAPTER, BENCH_DEV_KEY, type Target } from './targets.js';
 
 /** One request shape the bench drives at every target, and how to tell its reply is right. */
 export interface Scenario {
-  id: 'json' | 'stream' | 'body32k' | 'messages-stream' | 'converse-stream' | 'execute' | 'selfhosted-adapter';
+  id: 'json' | 'chat2k' | 'stream' | 'body32k' | 'messages-stream' | 'converse-stream' | 'execute' | 'selfhosted-adapter';
   title: string;
   /** the path on the gateway; nginx maps it to the vendor's path the way the gateway does */
   path: string;
@@ -93,6 +93,16 @@ export const SCENARIOS: Scenario[] = [
     upstreamPath: CHAT_PATH,
     headers: SELFHOSTED_HEADERS,
     body: JSON.stringify({ model: BENCH_ADAPTER, messages: [{ role: 'user', content: 'Say hello.' }] }),
+    problem: isCompletion,
+  },
+  {
+    // the guardrails' regex stage runs on the request path of every parsing surface; the classifier (shadow by default) beside the upstream call
+    id: 'chat2k',
+    title: '2 KB chat body (guardrails on the request path)',
+    path: CHAT_PATH,
+    upstreamPath: CHAT_PATH,
+    headers: CHAT_HEADERS,
+    body: paddedBody(2 * 1024),
     problem: isCompletion,
   },
   {

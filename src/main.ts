@@ -17,12 +17,14 @@ import { storedArms } from './lifecycle/stored-arms.js';
 import { Scorecards } from './lifecycle/scorecards.js';
 import { BreakerSweep, SOLE_PROCESS } from './lifecycle/sweep.js';
 import { Pipeline } from './pipeline/index.js';
+import { queueWaitStage } from './pipeline/overload.js';
 import { installCatalogFile } from './providers/catalog-file.js';
 import { Destinations } from './destinations/index.js';
 import { destinationModels, readDestinationsFile } from './destinations/file.js';
 import { joinCatalog } from './providers/catalog.js';
 import { Providers, type OriginOverrides } from './providers/index.js';
 import { createFront } from './server/front.js';
+import { Ingress } from './server/ingress.js';
 import { startMetricsApp } from './server/metrics-app.js';
 import { loadUws, portRefusal } from './server/uws.js';
 import { PROVIDER_IDS } from './providers/types.js';
@@ -50,6 +52,10 @@ import { Entitlement } from './tenancy/entitlement.js';
 import { IdpVerifier } from './tenancy/idp.js';
 import { ModelAccess } from './tenancy/model-access.js';
 import { KeySkills, StoredTransitionLog } from './tenancy/skills.js';
+import { SkillEngine } from './skills/engine.js';
+import { EngineSkillsStage } from './skills/pipeline-stage.js';
+import { SkillPool } from './skills/pool.js';
+import { SKILLS, skillLevers, type SkillRow } from './skills/table.js';
 import { VendorKeys } from './tenancy/vendor-keys.js';
 import { dedicatedTenantStage } from './policy/dedicated.js';
 import { modelAccessStage } from './policy/model-access.js';
@@ -64,12 +70,14 @@ import { RedisMeterStore } from './stores/redis/meter-store.js';
 import { answerFleetScrapes, FleetMetrics } from './telemetry/fleet-metrics.js';
 import { createLogger, createLogging, type Logger } from './telemetry/log.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
+import { LoadMonitor } from './telemetry/load-monitor.js';
 import { InspectorRing } from './telemetry/ring.js';
 import { TelemetryRows } from './telemetry/row-sink.js';
 import { StreamReader } from './telemetry/stream-reader.js';
 import { StreamWriter } from './telemetry/stream-writer.js';
 import { Upstream } from './upstream/client.js';
 import { OriginHealth } from './upstream/health.js';
+import { UpstreamInflight } from './upstream/inflight.js';
 
 export interface RunningGateway {
   port: number;
@@ -89,6 +97,8 @@ export interface RunningGateway {
 export interface StartOptions {
   /** where logs go (tests capture them); stdout by default */
   logDestination?: pino.DestinationStream;
+  /** the skills table this replica runs; the shipped table (SKILLS) by default. Tests add rows of their own evaluators. */
+  skillRows?: readonly SkillRow[];
   /** a replica whose primary checked the port: it joins its siblings there (SO_REUSEPORT); otherwise the port is bound exclusively */
   sharePort?: boolean;
 }
@@ -106,6 +116,19 @@ const FEEDBACK_CAPACITY = 100_000;
 
 function openMeter(settings: Settings): MeterStore {
   return settings.GW_REDIS_URL ? new RedisMeterStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : new EmbeddedMeterStore();
+}
+
+/** leverReport's names of the guardrail stages of the skills table */
+const GUARDRAIL_LEVERS: Readonly<Record<string, string>> = { guardrails: 'guardrail_regex', guardrails_model: 'guardrail_classifier' };
+
+/** The skills table's stages the engine runs on this replica (a mode other than off), as leverReport names them. */
+const runningStages = (settings: Settings, rows: readonly SkillRow[]): Set<string> =>
+  new Set(skillLevers(settings, rows).stages.filter((s) => s.mode !== 'off').map((s) => GUARDRAIL_LEVERS[s.id] ?? s.id));
+
+/** This replica's skill threads as /healthz shows them. */
+function poolState(pool: SkillPool) {
+  const { threads, queued, inFlight } = pool.stats;
+  return { threads, queued, in_flight: inFlight };
 }
 
 /** The Redis telemetry streams: a writer and a reader on connections of their own; none without Redis. */
@@ -148,6 +171,14 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
   try {
     const metrics = createMetrics({ streamDeadlineS: settings.GW_STREAM_DEADLINE_S });
     releases.push(() => metrics.loopDelay.disable());
+    const load = new LoadMonitor({
+      windowMs: settings.GW_LOOP_STALL_WINDOW_S * 1000,
+      stallShedShare: settings.GW_LOOP_STALL_SHED_SHARE,
+      ingressBudget: settings.GW_INGRESS_BUDGET,
+      countShed: (where) => metrics.shed.inc({ where }),
+    });
+    load.start();
+    releases.push(() => load.stop());
     const store = openStore(settings, log, metrics);
     await store.start();
     releases.push(() => store.close());
@@ -198,12 +229,29 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       ? new DurableRowSource(async (tenant, sinceMs) => (await reader.list(tenant, { startMs: sinceMs, limit: Number.MAX_SAFE_INTEGER, filters: [], withDecision: false })).map((e) => e.row))
       : scorecardRows;
     const scorecards = new Scorecards({ rows: rowSource, feedback, skills: keySkills, directory, armed: new Set(armed) });
+    // each replica process has its own pool of skill threads
+    const skillRows = opts.skillRows ?? SKILLS;
+    const skillPool = new SkillPool(
+      {
+        threads: settings.GW_SKILL_THREADS,
+        minThreads: settings.GW_SKILL_MIN_THREADS,
+        maxQueue: settings.GW_SKILL_MAX_QUEUE,
+        idleTimeoutMs: settings.GW_SKILL_IDLE_TIMEOUT_MS,
+        abortGraceMs: settings.GW_SKILL_ABORT_GRACE_MS,
+      },
+      skillRows,
+      metrics.skillPool,
+    );
+    releases.push(() => skillPool.close());
+    if (skillRows[0]) await skillPool.warm(skillRows[0].id);
+    const skills = new EngineSkillsStage(new SkillEngine({ pool: skillPool, modes: keySkills, settings, rows: skillRows, shedShadow: () => load.shouldShedShadow() }), keySkills);
     const idp =
       settings.GW_IDP_ISSUER && settings.GW_IDP_JWKS
         ? await IdpVerifier.create({ issuer: settings.GW_IDP_ISSUER, jwks: settings.GW_IDP_JWKS, audience: settings.GW_IDP_AUDIENCE, groupMap: settings.GW_IDP_GROUP_MAP })
         : undefined;
     const entitlement = new Entitlement({ directory, configSecret: settings.GW_CONFIG_SECRET, adminKey: settings.GW_ADMIN_KEY, idp, dedicatedTenant: settings.GW_DEDICATED_TENANT });
     const admission = [
+      queueWaitStage(settings.GW_QUEUE_WAIT_MAX_S * 1000, load),
       ...(settings.GW_DEDICATED_TENANT ? [dedicatedTenantStage(settings.GW_DEDICATED_TENANT, directory)] : []),
       ...(settings.GW_ALLOWED_REGIONS ? [residencyStage(settings.GW_ALLOWED_REGIONS)] : []),
       modelAccessStage(modelAccess),
@@ -221,17 +269,18 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         onRow: telemetry ? undefined : (row) => scorecardRows.record(row),
       }),
       health: originHealth,
-      limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000 },
+      inflight: new UpstreamInflight(settings.GW_UPSTREAM_MAX_INFLIGHT, load),
+      limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000, maxReplyBytes: settings.GW_MAX_REPLY_BYTES },
       storedKeys: vendorKeys,
       admission,
       metering,
       destinations,
+      skills,
     });
 
     const levers = leverReport({
       policy: [...admission, ...metering].map((p) => p.name),
-      // no skills engine and no guardrail stage is built yet: nothing runs on the request path but policy
-      running: new Set(),
+      running: runningStages(settings, skillRows),
       configured: {
         guardrails_classifier_mode: settings.GW_GUARDRAILS_MODEL_MODE,
         auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
@@ -245,10 +294,10 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       ...publicRoutes(
         providers,
         {
-          inFlight: () => inFlight(),
           origins: originHealth,
-          levers: () => levers,
+          levers: () => ({ ...levers, skill_engine: { state: 'running', ...skillLevers(settings, skillRows), pool: poolState(skillPool) } }),
           metrics,
+          load,
           startedAt,
           uwsNative: native,
           listsSelfHosted: destinations && ((m) => destinations.lists(m)),
@@ -279,6 +328,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       log,
       accessLog: logging.access,
       metrics,
+      ingress: new Ingress({ monitor: load, budget: settings.GW_INGRESS_BUDGET, heavyBytes: settings.GW_HEAVY_BODY_BYTES }),
+      monitor: load,
     });
     inFlight = () => front.inFlight;
     const sweep = new BreakerSweep({
@@ -309,6 +360,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       scorecardRows,
       flushLogs: () => logging.flushBatches(),
       async close() {
+        // /readyz answers 503 from here on (to a balancer still holding a connection)
+        load.drain();
         front.stopListening();
         const deadline = Date.now() + settings.GW_SHUTDOWN_GRACE_S * 1000;
         while (front.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

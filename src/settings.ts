@@ -47,8 +47,9 @@ export const SettingsSchema = Type.Object({
   GW_CATALOG_FILE: Type.Optional(Type.String({ minLength: 1, description: 'JSON file of model prices that override or add to the shipped catalog (docs/operations.md, Model prices)' })),
   ...upstreamOverrideSettings(),
   GW_DESTINATIONS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'JSON file of self-hosted model servers (OpenAI-compatible, e.g. vLLM) with their models, LoRA adapters and prices (docs/operations.md, Self-hosted destinations)' })),
-  GW_UPSTREAM_MAX_INFLIGHT: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 256, description: 'requests in flight per self-hosted destination whose entry sets no max_inflight; all destinations of a call full is 503 overloaded' }),
   GW_UPSTREAM_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 65536, default: 256, description: 'max sockets per upstream origin' }),
+  GW_UPSTREAM_MAX_INFLIGHT: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 256, description: 'requests in flight per upstream origin, and per self-hosted destination whose entry sets no max_inflight: past it a call there is shed (503 overloaded, without x-gw-error)' }),
+  GW_MAX_REPLY_BYTES: Type.Integer({ minimum: 1024, default: 64 * 1024 * 1024, description: 'largest non-streamed upstream reply the gateway buffers; past it the upstream is cancelled and the answer is 502 upstream_unavailable' }),
   GW_LOG_LEVEL: Type.Union(
     [Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')],
     { default: 'info' },
@@ -66,6 +67,7 @@ export const SettingsSchema = Type.Object({
   GW_LOOP_STALL_SHED_SHARE: Type.Number({ minimum: 0, maximum: 1, default: 0.5 }),
   GW_LOOP_STALL_WINDOW_S: Seconds(10, 'window of the loop-stall share'),
   GW_INGRESS_BUDGET: Type.Optional(Type.Integer({ minimum: 1, description: 'in-flight request bytes before shedding' })),
+  GW_HEAVY_BODY_BYTES: Type.Integer({ minimum: 1, default: 65536, description: 'a body this large or larger is heavy: shed while the event loop is stalled' }),
   GW_SKILL_AUTO_ROLLBACK: Type.String({ default: 'agent_trajectory_compaction', description: 'comma-separated skills whose breaker is armed: the sweep rolls a key back when its scorecard trips' }),
   GW_BREAKER_SWEEP_S: Seconds(60, 'period of the breaker sweep (one replica sweeps at a time)'),
   GW_SKILL_THREADS: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'skill pool threads per replica (most)' }),

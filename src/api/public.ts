@@ -2,6 +2,7 @@ import type { Route } from '../http/types.js';
 import { CATALOG, type CatalogModel } from '../providers/catalog.js';
 import type { Providers } from '../providers/index.js';
 import { SURFACES } from '../surfaces/index.js';
+import type { LoadMonitor } from '../telemetry/load-monitor.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { ProviderId } from '../providers/types.js';
 import { PER_KEY_SKILLS } from '../tenancy/skills.js';
@@ -37,10 +38,11 @@ export function leverReport(src: LeverSources): Record<string, unknown> {
 
 export interface HealthSources {
   origins: OriginHealth;
-  inFlight(): number;
   /** skills, guardrails and policy stages running on this deployment (leverReport) */
   levers(): Record<string, unknown>;
   metrics: Metrics;
+  /** the replica's load: /healthz `overload`, /readyz */
+  load: LoadMonitor;
   startedAt: number;
   uwsNative: boolean;
   /** whether /v1/models lists a self-hosted model: the destinations decide (none listed without them) */
@@ -49,7 +51,7 @@ export interface HealthSources {
 
 const surface = SURFACES.public;
 
-/** GET /healthz, GET /v1/models and (unless disabled) GET /metrics: no key needed. */
+/** GET /healthz, /livez, /readyz, GET /v1/models and (unless disabled) GET /metrics: no key needed. */
 export function publicRoutes(providers: Providers, health: HealthSources, metricsPublic: boolean): Route[] {
   const routes: Route[] = [
     {
@@ -57,15 +59,27 @@ export function publicRoutes(providers: Providers, health: HealthSources, metric
       path: '/healthz',
       surface,
       handler(_req, res) {
-        const loopP99Ms = health.metrics.loopDelay.percentile(99) / 1e6;
         sendJson(res, 200, {
           status: 'ok',
           pid: process.pid,
           uptime_s: Math.round((Date.now() - health.startedAt) / 1000),
           uws_native: health.uwsNative,
           levers: health.levers(),
-          overload: { in_flight: health.inFlight(), event_loop_delay_p99_ms: Math.round(loopP99Ms * 100) / 100 },
+          overload: health.load.report(),
         });
+      },
+    },
+    // for orchestrators: alive while the process answers at all
+    { method: 'GET', path: '/livez', surface, handler: (_req, res) => sendJson(res, 200, { status: 'ok' }) },
+    {
+      method: 'GET',
+      path: '/readyz',
+      surface,
+      // not ready while draining on SIGTERM, nor while shedding: a balancer sends the traffic elsewhere
+      handler(_req, res) {
+        const { load } = health;
+        if (load.ready) return sendJson(res, 200, { status: 'ready' });
+        sendJson(res, 503, { status: load.isDraining ? 'draining' : 'shedding' });
       },
     },
     {

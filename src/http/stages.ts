@@ -7,7 +7,8 @@ export class StageClock {
   private readonly done: Array<[string, number]> = [];
   private running: { name: string; at: number } | undefined;
 
-  constructor(private readonly startedAt: number = performance.now()) {}
+  /** `startedAt`: performance.now() when the transport accepted the request */
+  constructor(readonly startedAt: number = performance.now()) {}
 
   /** Starts `name`, closing any stage still running. */
   begin(name: string): void {

@@ -5,8 +5,9 @@ import { countedUsage } from '../providers/usage/streamed-text.js';
 import { toolCallFidelity } from '../lifecycle/tool-fidelity.js';
 import { bodyDigest } from '../telemetry/retry.js';
 import type { RowSink } from '../telemetry/row-sink.js';
+import type { SkillOutcome } from '../telemetry/row.js';
 import type { Caller } from '../tenancy/types.js';
-import type { ServedBy } from './types.js';
+import type { ServedBy, SkillRecord } from './types.js';
 import type { RelayOutcome } from './relay.js';
 
 export interface CallRecord {
@@ -27,7 +28,24 @@ export interface CallRecord {
   /** set when the call was relayed directly because the gateway's own machinery failed */
   failOpenReason: string | undefined;
   credentialSource: 'pass_through' | 'stored' | undefined;
+  /** what each skill stage did (none: no skill ran) */
+  skills?: readonly SkillRecord[];
 }
+
+/** The skill engine's reports as telemetry reads them: the arm named by the mode when there is none, the detail as text, the tokens a stage saved. */
+const skillOutcomes = (skills: readonly SkillRecord[]): SkillOutcome[] =>
+  skills.map((s) => {
+    const saved = s.detail?.['tokens_saved'];
+    return {
+      skill: s.skill,
+      mode: s.mode,
+      arm: s.arm ?? s.mode,
+      outcome: s.outcome,
+      ms: s.ms,
+      ...(s.detail !== undefined && { detail: JSON.stringify(s.detail) }),
+      ...(typeof saved === 'number' && { tokens_saved: saved }),
+    };
+  });
 
 /**
  * Hands a finished call to telemetry as its row. Returns the cost caps settle
@@ -68,7 +86,7 @@ export function account(rows: RowSink, rec: CallRecord): number | undefined {
       errorDetail: outcome.error?.message,
       stages: rec.req.stages.header(),
       credentialSource: rec.credentialSource,
-      skills: [],
+      skills: skillOutcomes(rec.skills ?? []),
       budget: null,
       rateLimit: null,
       lines: rec.req.logLines,

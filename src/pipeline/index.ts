@@ -7,6 +7,7 @@ import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { Upstream } from '../upstream/client.js';
 import type { OriginHealth } from '../upstream/health.js';
+import type { UpstreamInflight } from '../upstream/inflight.js';
 import { Exchange } from './exchange.js';
 import type { RelayDeps, RelayLimits } from './relay.js';
 import { runStages } from './runner.js';
@@ -21,6 +22,8 @@ export interface PipelineDeps {
   log: Logger;
   limits: RelayLimits;
   health: OriginHealth;
+  /** requests in flight per upstream origin (dispatch-side shedding) */
+  inflight: UpstreamInflight;
   storedKeys: StoredKeys;
   /** admission, in order: an overload-shedding hook first when there is one, then the tenant's policy (dedicated tenant, residency, model access, rate) */
   admission: readonly PolicyStage[];
@@ -66,19 +69,21 @@ export class Pipeline {
   private readonly stages: readonly Stage<Exchange>[];
   /** where the run resumes for a fallback candidate */
   private readonly candidateFrom: number;
+  private readonly metering: PolicyList;
   private readonly dispatchDeps: DispatchDeps;
   private readonly accounting: AccountingDeps;
 
   constructor(private readonly deps: PipelineDeps) {
-    const relayDeps: RelayDeps = { upstream: deps.upstream, metrics: deps.metrics, limits: deps.limits, health: deps.health };
+    const relayDeps: RelayDeps = { upstream: deps.upstream, metrics: deps.metrics, limits: deps.limits, health: deps.health, inflight: deps.inflight };
     this.dispatchDeps = { providers: deps.providers, storedKeys: deps.storedKeys, relay: relayDeps, located: [...deps.admission, ...deps.metering].filter((p) => p.located), destinations: deps.destinations };
     this.accounting = { rows: deps.rows, metrics: deps.metrics };
+    this.metering = new PolicyList('metering', deps.metering, 'metering_', true);
     this.stages = [
       authenticateStage(deps.directory),
       planStage(deps.providers),
       new PolicyList('admission', deps.admission, 'policy_'),
       skillsStage(deps.skills ?? NO_SKILLS),
-      new PolicyList('metering', deps.metering, 'metering_', true),
+      this.metering,
       dispatchStage(this.dispatchDeps),
     ];
     this.candidateFrom = this.stages.findIndex((s) => s.name === 'skills');
@@ -109,12 +114,13 @@ export class Pipeline {
     return this.finish(ex, run);
   }
 
-  /** the run's last verdict: an answer is sent, a refusal thrown to the front; then accounting, and the next candidate after a held-back failure */
+  /** the run's last verdict: an answer is sent, a refusal thrown to the front, a bypass relayed directly; then accounting, and the next candidate after a held-back failure */
   private finish(ex: Exchange, v: Verdict): Promise<void> | void {
     if (v.kind === 'refuse') {
       ex.settle(0);
       throw v.error;
     }
+    if (v.kind === 'bypass') return this.relayDirectly(ex, { reason: v.reason });
     if (v.kind === 'answer') sendAnswer(ex, v);
     this.account(ex);
     if (ex.heldBack) return this.tryNext(ex);
@@ -130,7 +136,7 @@ export class Pipeline {
 
   /** A refusal releases what was reserved; a fault fails open, or is a clean 502 where it cannot. */
   private recover(ex: Exchange, err: unknown): Promise<void> | void {
-    if (!(err instanceof GatewayError) && !ex.res.started && ex.plan && FAILS_OPEN.has(ex.at)) return this.relayDirectly(ex, err);
+    if (!(err instanceof GatewayError) && !ex.res.started && ex.plan && FAILS_OPEN.has(ex.at)) return this.relayDirectly(ex, { fault: err });
     ex.settle(0);
     // a fault before there is a plan has nothing to relay: the front answers it as internal_error
     if (err instanceof GatewayError || ex.res.started || !ex.plan) throw err;
@@ -141,12 +147,20 @@ export class Pipeline {
    * Fail-open: the call goes to the provider as planned, before any
    * skill's change, without admission or metering (the resolved location's
    * residency is still checked: a refusal, not machinery), marked
-   * `direct_passthrough`; accounted like any call, the reason logged and counted.
+   * `direct_passthrough`; accounted like any call, the reason logged, counted
+   * and kept as the row's error_detail. A bypass verdict (a skill past its
+   * ceiling, a full pool) takes the same way without being an internal fault.
    */
-  private async relayDirectly(ex: Exchange, fault: unknown): Promise<void> {
+  private async relayDirectly(ex: Exchange, cause: { fault: unknown } | { reason: string }): Promise<void> {
     this.deps.metrics.passthrough.inc({ stage: ex.at });
-    ex.req.log.warn({ err: fault, stage: ex.at }, 'internal fault: relaying directly to the provider');
-    ex.failOpenReason = `${ex.at}: ${fault instanceof Error ? fault.message : String(fault)}`;
+    if ('fault' in cause) {
+      ex.failOpenReason = `${ex.at}: ${cause.fault instanceof Error ? cause.fault.message : String(cause.fault)}`;
+      ex.req.log.warn({ err: cause.fault, stage: ex.at }, 'internal fault: relaying directly to the provider');
+    } else {
+      ex.failOpenReason = cause.reason;
+      ex.req.log.info({ stage: ex.at, reason: cause.reason }, 'bypass: relaying the call directly to the provider');
+      await this.meterBypass(ex);
+    }
     const plan = ex.plan as NonNullable<Exchange['plan']>;
     const call = ex.call as NonNullable<Exchange['call']>;
     call.body = plan.body;
@@ -162,6 +176,24 @@ export class Pipeline {
     }
     if (answer) sendAnswer(ex, answer);
     this.account(ex);
+  }
+
+  /**
+   * A bypass is no fault of metering: the call is still metered, so a spend
+   * cap holds however busy the skill pool is. Its refusal is the tenant's
+   * policy and answers as one; a fault in metering itself relays unmetered.
+   */
+  private async meterBypass(ex: Exchange): Promise<void> {
+    ex.at = 'metering';
+    try {
+      await this.metering.run(ex);
+    } catch (err) {
+      if (err instanceof GatewayError) {
+        ex.settle(0);
+        throw err;
+      }
+      ex.req.log.warn({ err, stage: 'metering' }, 'internal fault: relaying directly to the provider');
+    }
   }
 
   /** a fault in the relay machinery itself: a clean 502, logged with its cause */

@@ -7,11 +7,14 @@ import type { Metrics } from '../telemetry/metrics.js';
 import type { ReplyTransform, StreamTransform } from '../translate/types.js';
 import { failureKind, type Upstream, type UpstreamCall, type UpstreamSink } from '../upstream/client.js';
 import type { OriginHealth } from '../upstream/health.js';
+import type { UpstreamInflight } from '../upstream/inflight.js';
 import { relayResponseHeaders } from './forward-headers.js';
 
 export interface RelayLimits {
   streamIdleMs: number;
   streamDeadlineMs: number;
+  /** GW_MAX_REPLY_BYTES: a buffered (non-streamed) reply past this is cancelled and answered 502 */
+  maxReplyBytes: number;
 }
 
 export interface RelayOutcome {
@@ -79,6 +82,8 @@ export interface RelayDeps {
   metrics: Metrics;
   limits: RelayLimits;
   health: OriginHealth;
+  /** requests in flight per origin: a call to a full one is shed */
+  inflight: UpstreamInflight;
 }
 
 /** One relayed call; its methods are the upstream sink, so a call allocates no closures. */
@@ -125,6 +130,12 @@ class RelayExchange implements UpstreamSink {
       this.settle(this.res.aborted ? 499 : 504);
       return;
     }
+    const full = this.deps.inflight.enter(request.origin);
+    if (full) {
+      this.res.fail(full);
+      this.settle(full.status, full);
+      return;
+    }
     this.dispatched = true;
     this.origin = request.origin;
     this.req.stages.begin(`upstream_${this.provider.id}`);
@@ -161,13 +172,17 @@ class RelayExchange implements UpstreamSink {
     } else {
       this.mode = 'buffer';
       this.upstreamHeaders = headers;
+      // a declared length past the cap is refused before a byte of it is buffered
+      if (Number(headers['content-length'] ?? 0) > this.deps.limits.maxReplyBytes) this.overCap();
     }
   }
 
   onData(chunk: Buffer): boolean {
     if (this.mode !== 'stream') {
-      this.parts.push(chunk);
+      if (this.settled) return true;
       this.size += chunk.length;
+      if (this.size > this.deps.limits.maxReplyBytes) this.overCap();
+      else this.parts.push(chunk);
       return true;
     }
     this.lastChunkAt = performance.now();
@@ -183,6 +198,7 @@ class RelayExchange implements UpstreamSink {
   }
 
   onEnd(): void {
+    if (this.settled) return;
     if (this.mode === 'stream') {
       // a clean end passes whatever the vendor sent last, even an unterminated event (clients discard it)
       this.res.end(this.translator ? this.translator.end() : this.held);
@@ -241,6 +257,18 @@ class RelayExchange implements UpstreamSink {
     this.settle(gwErr.status, gwErr);
   }
 
+  /** a buffered reply past GW_MAX_REPLY_BYTES: what was held is dropped, the upstream cancelled, the caller answered 502 */
+  private overCap(): void {
+    const { maxReplyBytes } = this.deps.limits;
+    this.parts = [];
+    this.deps.metrics.upstreamErrors.inc({ provider: this.provider.id, kind: 'oversized' });
+    const err = new GatewayError('upstream_unavailable', `the reply of upstream ${this.provider.id} exceeds the gateway's limit of ${maxReplyBytes} bytes for a non-streamed reply; the upstream call was cancelled`);
+    this.res.fail(err);
+    this.settle(err.status, err);
+    // after settling, so the abort's own error callback finds the exchange already ended
+    this.call?.abort(err);
+  }
+
   /** the complete events of what has arrived; an unfinished one is held for the next chunk */
   private wholeEvents(chunk: Buffer): Buffer | undefined {
     const data = this.held ? Buffer.concat([this.held, chunk]) : chunk;
@@ -283,6 +311,7 @@ class RelayExchange implements UpstreamSink {
   private settle(status: number, error?: GatewayError, usage: Usage | undefined = (this.translator ?? this.reader)?.usage(), replyJson?: unknown): void {
     if (this.settled) return;
     this.settled = true;
+    if (this.dispatched) this.deps.inflight.leave(this.origin);
     clearTimeout(this.idle);
     clearTimeout(this.deadline);
     this.req.stages.end();

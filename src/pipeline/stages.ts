@@ -49,13 +49,13 @@ export function tryCandidate(ex: Exchange, plan: Plan): void {
   const caller = ex.caller as NonNullable<Exchange['caller']>;
   ex.plan = plan;
   ex.heldBack = false;
-  ex.call = callOf(caller, plan);
+  ex.call = callOf(ex, caller, plan);
   const meta = ex.res.meta;
   meta.provider = plan.provider;
   meta.model = plan.model;
 }
 
-const callOf = (caller: NonNullable<Exchange['caller']>, c: Candidate): Call => ({ org: caller.org, key: caller.key, provider: c.provider, model: c.model, body: c.body, location: c.location });
+const callOf = (ex: Exchange, caller: NonNullable<Exchange['caller']>, c: Candidate): Call => ({ org: caller.org, key: caller.key, provider: c.provider, model: c.model, body: c.body, location: c.location, acceptedAt: ex.req.stages.startedAt });
 
 /**
  * A list of policy stages run in order (admission: dedicated tenant,
@@ -98,7 +98,7 @@ export class PolicyList implements Stage<Exchange> {
     if (fallbacks && this.candidateChecks.length > 0) {
       const caller = ex.caller as NonNullable<Exchange['caller']>;
       // every candidate is judged before the first is sent: a refusal leaves nothing upstream
-      for (const c of fallbacks) for (const policy of this.candidateChecks) policy.candidate?.(callOf(caller, c));
+      for (const c of fallbacks) for (const policy of this.candidateChecks) policy.candidate?.(callOf(ex, caller, c));
     }
     return CONTINUE;
   }
@@ -242,6 +242,7 @@ export function accountFor(deps: AccountingDeps, ex: Exchange): void {
     answer: ex.res.meta,
     failOpenReason: ex.failOpenReason,
     credentialSource: ex.credentialSource,
+    skills: ex.skills.list,
   });
   deps.metrics.recordUsage(call.provider, outcome.usage, cost ?? 0);
   ex.settle(cost);

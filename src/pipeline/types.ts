@@ -23,6 +23,8 @@ export interface Call {
   body: Buffer;
   /** where the caller named (its location headers), before a stored key's */
   location: Location | undefined;
+  /** performance.now() when the transport accepted the request (engine-entry shedding reads its wait) */
+  readonly acceptedAt: number;
 }
 
 /** The named stages, in the order one runner runs them for every surface. */
@@ -39,7 +41,13 @@ export type Verdict =
   | { readonly kind: 'answer'; readonly status: number; readonly headers: HeaderList; readonly body: Buffer | string }
   | { readonly kind: 'answer'; readonly status: number; readonly headers: HeaderList; readonly chunks: ReadonlyArray<Buffer | string> }
   /** refuse with a typed error (rendered in the surface's envelope) */
-  | { readonly kind: 'refuse'; readonly error: GatewayError };
+  | { readonly kind: 'refuse'; readonly error: GatewayError }
+  /**
+   * the gateway's own machinery could not finish its work (a skill stage past
+   * its ceiling, a full skill pool): relay the call as planned, directly, with
+   * `reason` as the row's error_detail; not an internal fault
+   */
+  | { readonly kind: 'bypass'; readonly reason: string };
 
 export type Answer = Extract<Verdict, { kind: 'answer' }>;
 
@@ -82,13 +90,36 @@ export interface PolicyStage {
   candidate?(call: Call): void;
 }
 
+/** One skill stage's report on one request, as the trace, the headers and the row carry it. */
+export interface SkillRecord {
+  readonly skill: string;
+  readonly mode: string;
+  readonly arm: string | null;
+  readonly outcome: string;
+  readonly ms: number;
+  readonly detail?: Record<string, unknown>;
+}
+
+/**
+ * A request's skill reports, in ONE place (the exchange): the stages run
+ * before dispatch, then those run beside it as they settle (those that settle
+ * after the reply has ended miss its row: accounting does not wait for them).
+ */
+export interface SkillReports {
+  readonly list: SkillRecord[];
+  /** resolves once every stage run beside dispatch has reported (never rejects) */
+  settled: Promise<void> | undefined;
+}
+
 /** What the skills stage sees of a request. */
 export interface SkillInput {
   readonly req: GatewayRequest;
   readonly surface: Surface;
   readonly call: Call;
-  /** headers added to whatever answers the request (x-gw-skill-…) */
-  readonly res: Pick<ResponseSink, 'extraHeaders'>;
+  /** headers added to whatever answers the request (x-gw-skill-…); `started` once the status line is written */
+  readonly res: Pick<ResponseSink, 'extraHeaders' | 'started'>;
+  /** where the stage records what each skill did */
+  readonly skills: SkillReports;
 }
 
 /** The skills seam: the skill engine implements it; the default reports nothing and changes nothing. */

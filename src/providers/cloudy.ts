@@ -29,7 +29,9 @@ function checkedRegion(region: string): string {
 }
 
 /** The Bedrock path segment of a model id, encoded as the AWS SDKs encode it (`:` as %3A, an ARN's `/` as %2F). */
-const encodeModelId = (modelId: string): string => encodeURIComponent(modelId).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+/** RFC 3986 component encoding; a dot segment (`.`, `..`, which the component encoding leaves as it is) encoded too, so no model id moves the vendor path */
+const encodeModelId = (modelId: string): string =>
+  modelId === '.' || modelId === '..' ? modelId.replaceAll('.', '%2E') : encodeURIComponent(modelId).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /** The caller's headers without the parts of a signature of its own (the gateway attaches the credential). */
 function withoutCallerSignature(headers: Record<string, string>): Record<string, string> {

@@ -4,9 +4,11 @@ import { GatewayError } from '../errors.js';
 import { StageClock } from '../http/stages.js';
 import type { ErrorRenderer, GatewayRequest, Route } from '../http/types.js';
 import type { AccessLog } from '../telemetry/access-log.js';
+import type { LoadMonitor } from '../telemetry/load-monitor.js';
 import type { Logger } from '../telemetry/log.js';
 import { capturedLines, requestLogger, type RequestLines } from '../telemetry/request-log.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import { readBody, type Ingress } from './ingress.js';
 import { Router } from './router.js';
 import { UwsSink, type SinkHooks } from './sink.js';
 import { closeApp, listenOn, portRefusal, type Uws } from './uws.js';
@@ -22,6 +24,10 @@ export interface FrontOptions {
   /** one line per answered request */
   accessLog: AccessLog;
   metrics: Metrics;
+  /** transport-side shedding, decided before a body is read */
+  ingress: Ingress;
+  /** counts what is in flight and what completes */
+  monitor: LoadMonitor;
 }
 
 export interface Front {
@@ -53,7 +59,7 @@ const hasControlBytes = (v: string): boolean => v.includes('\r') || v.includes('
  * only module that holds a uWS response object.
  */
 export function createFront(opts: FrontOptions): Front {
-  const { uws, log, accessLog, metrics } = opts;
+  const { uws, log, accessLog, metrics, ingress, monitor } = opts;
   const router = new Router(opts.routes);
   const app: TemplatedApp = uws.App();
   let listenSocket: us_listen_socket | undefined;
@@ -68,6 +74,8 @@ export function createFront(opts: FrontOptions): Front {
     params: Readonly<Record<string, string>> = NO_PARAMS;
     body: Buffer = EMPTY;
     deadline: NodeJS.Timeout | undefined;
+    /** body bytes counted in flight for this request */
+    bodyBytes = 0;
     private childLog: Logger | undefined;
 
     constructor(
@@ -107,6 +115,7 @@ export function createFront(opts: FrontOptions): Front {
     onFinish(sink: UwsSink): void {
       clearTimeout(this.deadline);
       inFlight--;
+      monitor.leave(this.bodyBytes);
       const ms = this.stages.elapsedMs;
       const status = sink.aborted && !sink.started ? 499 : sink.status;
       metrics.countAnswer(this.surface, status, sink.meta.provider ?? 'none', ms / 1000);
@@ -160,6 +169,7 @@ export function createFront(opts: FrontOptions): Front {
     exchange.query = query;
     const sink = new UwsSink(res, id, headOnly, exchange, renderer);
     inFlight++;
+    monitor.enter(0);
     res.onAborted(() => sink.markAborted());
 
     const te = headers['transfer-encoding'];
@@ -184,11 +194,25 @@ export function createFront(opts: FrontOptions): Front {
     const tooLarge = () => answerThenClose(sink, new GatewayError('payload_too_large', `request body exceeds ${opts.maxBodyBytes} bytes`));
     if (length > opts.maxBodyBytes) return tooLarge();
     if (length === 0) return run(exchange, sink, handler);
-    readBody(res, length, opts.maxBodyBytes, (body) => {
-      if (sink.finished) return;
-      if (body === undefined) return tooLarge();
-      exchange.body = body;
-      run(exchange, sink, handler);
+    const shed = ingress.refuse(length);
+    // the body is left unread: the connection closes after the answer
+    if (shed) return answerThenClose(sink, shed);
+    if (length > 0) {
+      exchange.bodyBytes = length;
+      monitor.grow(length);
+    }
+    readBody(res, length, opts.maxBodyBytes, {
+      body(body) {
+        if (sink.finished) return;
+        exchange.body = body;
+        run(exchange, sink, handler);
+      },
+      tooLarge,
+      grew(n) {
+        exchange.bodyBytes += n;
+        return ingress.grew(n);
+      },
+      refused: (err) => answerThenClose(sink, err),
     });
   });
 
@@ -231,34 +255,4 @@ const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
 function answerThenClose(sink: UwsSink, err: GatewayError): void {
   sink.closeConnection = true;
   setImmediate(() => sink.fail(err));
-}
-
-/** Reads the body; `done(undefined)` when it grows past `max` (chunked bodies). */
-function readBody(res: HttpResponse, declared: number, max: number, done: (body: Buffer | undefined) => void): void {
-  if (declared > 0) {
-    const body = Buffer.allocUnsafe(declared);
-    let offset = 0;
-    res.onData((chunk, isLast) => {
-      const view = new Uint8Array(chunk);
-      const n = Math.min(view.byteLength, declared - offset);
-      body.set(view.subarray(0, n), offset);
-      offset += n;
-      if (isLast) done(offset === declared ? body : body.subarray(0, offset));
-    });
-    return;
-  }
-  const parts: Buffer[] = [];
-  let total = 0;
-  let over = false;
-  res.onData((chunk, isLast) => {
-    if (over) return;
-    total += chunk.byteLength;
-    if (total > max) {
-      over = true;
-      done(undefined);
-      return;
-    }
-    parts.push(Buffer.from(new Uint8Array(chunk)));
-    if (isLast) done(Buffer.concat(parts, total));
-  });
 }

@@ -100,7 +100,14 @@ export class SkillEngine {
   private readonly rows: SkillRow[];
 
   constructor(
-    private readonly deps: { pool: SkillPool; modes: ModeSource; settings: EngineSettings; rows?: readonly SkillRow[] },
+    private readonly deps: {
+      pool: SkillPool;
+      modes: ModeSource;
+      settings: EngineSettings;
+      rows?: readonly SkillRow[];
+      /** while true, shadow stages are not run (outcome `overloaded`): shadow work is shed before any request is (LoadMonitor.shouldShedShadow) */
+      shedShadow?: () => boolean;
+    },
   ) {
     this.rows = inRunOrder(deps.rows ?? SKILLS);
   }
@@ -134,6 +141,11 @@ export class SkillEngine {
     for (const stage of plan) {
       if (stage.arm === 'control') {
         skills.push({ skill: stage.row.id, mode: stage.mode, arm: stage.arm, outcome: 'skipped', ms: 0 });
+        continue;
+      }
+      // shadow work is shed before any request is: reported, never a bypass
+      if (stage.arm === 'shadow' && this.deps.shedShadow?.()) {
+        skills.push({ skill: stage.row.id, mode: stage.mode, arm: stage.arm, outcome: 'overloaded', ms: 0, detail: { reason: 'shadow work is shed while the replica is loaded' } });
         continue;
       }
       if (stage.arm === 'shadow' && stage.row.shadowBesideDispatch) {

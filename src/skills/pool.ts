@@ -1,4 +1,5 @@
 import { Piscina } from 'piscina';
+import { CATALOG } from '../providers/catalog.js';
 import type { SkillRow } from './table.js';
 import { STAGE_RUNNING, type StageReply, type StageTask, type WorkerEvaluators } from './stage.js';
 
@@ -54,7 +55,10 @@ export class SkillPool {
     rows: readonly SkillRow[],
     private readonly observer?: PoolObserver,
   ) {
-    const workerData: WorkerEvaluators = { evaluators: rows.map((r) => ({ id: r.id, module: r.evaluator.module, export: r.evaluator.export })) };
+    const workerData: WorkerEvaluators = {
+      evaluators: rows.map((r) => ({ id: r.id, module: r.evaluator.module, export: r.evaluator.export })),
+      catalog: [...CATALOG],
+    };
     this.piscina = new Piscina({
       filename: workerFile().href,
       minThreads: settings.minThreads,
@@ -70,9 +74,9 @@ export class SkillPool {
     this.piscina.on('error', () => undefined);
   }
 
-  /** Threads alive now and stages waiting for one. */
-  get stats(): { threads: number; queued: number } {
-    return { threads: this.piscina.threads.length, queued: this.piscina.queueSize };
+  /** Threads alive now, stages waiting for one, and stages handed to the pool and not yet settled (the bound `maxQueue` applies to). */
+  get stats(): { threads: number; queued: number; inFlight: number } {
+    return { threads: this.piscina.threads.length, queued: this.piscina.queueSize, inFlight: this.inFlight };
   }
 
   /**
@@ -136,6 +140,17 @@ export class SkillPool {
         },
       );
     });
+  }
+
+  /**
+   * Resolves once the warm threads have loaded their evaluators (model
+   * weights included), so the first requests after a start do not miss their
+   * ceilings on cold threads: each takes one task already past its deadline,
+   * answered without evaluating.
+   */
+  async warm(stage: string): Promise<void> {
+    const task = (): StageTask => ({ stage, surface: '', acting: false, body: new Uint8Array(0), deadlineAt: 0, started: new Int32Array(new SharedArrayBuffer(4)) });
+    await Promise.all(Array.from({ length: this.settings.minThreads }, () => this.piscina.run(task())));
   }
 
   /** Ends every thread; stages still running settle as errors. */

@@ -3,6 +3,8 @@
  * evaluator: what one stage receives, how it reports, and the outcomes a
  * stage can end with. Types and one small class only: both threads load it.
  */
+import type { CatalogModel } from '../providers/catalog.js';
+import type { FoldParams } from '../tenancy/skills.js';
 
 /** Outcomes in headers and traces (x-gw-skill-<id>, trace `skills[].outcome`). */
 export const OUTCOMES = ['applied', 'skipped', 'hit', 'miss', 'shadow', 'ceiling_exceeded', 'overloaded', 'loop_stalled', 'error'] as const;
@@ -35,6 +37,24 @@ export class Deadline {
   }
 }
 
+/**
+ * What the main thread knows about the request and the worker cannot: the
+ * org's allowed models and reachable providers (model_routing), the model
+ * the request names where the body does not carry it (a model in the URL),
+ * and the key's `skill_params` (agent_trajectory_compaction). Plain data: it
+ * crosses to the worker with the task.
+ */
+export interface StageContext {
+  /** catalog ids the org may call; absent: every catalog model */
+  allowedModels?: string[];
+  /** providers with a credential or destination for this request; absent: every provider */
+  reachableProviders?: string[];
+  /** the model the request names when the body does not carry it (generate-content, converse) */
+  model?: string;
+  /** the key's `skill_params.agent_trajectory_compaction` */
+  foldParams?: FoldParams;
+}
+
 /** One stage's view of the request, inside the worker. */
 export interface StageInput {
   /** the table row's id */
@@ -45,6 +65,8 @@ export interface StageInput {
   readonly acting: boolean;
   /** the body as it stands at this stage; read-only (it may be shared with other stages) */
   readonly body: Uint8Array;
+  /** what the main thread adds for the stages that need it */
+  readonly context?: StageContext;
   /** the body as UTF-8 text, decoded once */
   text(): string;
   /** the body parsed as JSON, once; throws on a body that is not JSON */
@@ -127,6 +149,7 @@ export interface StageTask {
   surface: string;
   acting: boolean;
   body: Uint8Array;
+  context?: StageContext;
   deadlineAt: number;
   /** one Int32 slot in shared memory the worker sets when it starts and when it finishes the stage: tells the backstop whether the stage is running */
   started: Int32Array;
@@ -143,4 +166,6 @@ export interface StageReply {
 /** What the pool hands each thread at start: the evaluators to load, by stage id. */
 export interface WorkerEvaluators {
   evaluators: ReadonlyArray<{ id: string; module: string; export: string }>;
+  /** the main thread's catalog (operator file and self-hosted models applied): a thread's own import holds only the shipped models */
+  catalog?: readonly CatalogModel[];
 }

@@ -52,6 +52,14 @@ export const SKILLS: readonly SkillRow[] = [
   },
   // lossless structural passes (whitespace, JSON minification, repeats, elided oversized tool output)
   { id: 'prompt_compaction', kind: 'per-key', evaluator: { module: here('./compaction/index.js'), export: 'evaluatePromptCompaction' }, shadowBesideDispatch: true, order: 40 },
+  // older completed tool turns folded into one extractive summary turn, with a dollar ledger per fold
+  {
+    id: 'agent_trajectory_compaction',
+    kind: 'per-key',
+    evaluator: { module: here('./trajectory/index.js'), export: 'evaluateTrajectoryCompaction' },
+    shadowBesideDispatch: true,
+    order: 50,
+  },
 ];
 
 /** The rows in run order (a table built elsewhere, e.g. a test's, need not be sorted). */

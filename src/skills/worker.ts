@@ -1,4 +1,5 @@
 import { workerData } from 'node:worker_threads';
+import { applyOperatorCatalog } from '../providers/catalog.js';
 import { Deadline, STAGE_FINISHED, STAGE_RUNNING, type Evaluator, type StageInput, type StageReply, type StageResult, type StageTask, type WorkerEvaluators } from './stage.js';
 
 /**
@@ -20,7 +21,10 @@ async function loadEvaluators({ evaluators }: WorkerEvaluators): Promise<Map<str
   return out;
 }
 
-const evaluators = await loadEvaluators(workerData as WorkerEvaluators);
+const data = workerData as WorkerEvaluators;
+// the main thread's catalog holds every shipped model, so applying it over the shipped one reproduces it
+if (data.catalog !== undefined) applyOperatorCatalog(data.catalog);
+const evaluators = await loadEvaluators(data);
 
 function stageInput(task: StageTask): StageInput {
   let text: string | undefined;
@@ -31,6 +35,7 @@ function stageInput(task: StageTask): StageInput {
     surface: task.surface,
     acting: task.acting,
     body,
+    context: task.context,
     // Buffer reads shared memory too, where TextDecoder refuses it
     text: () => (text ??= Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8')),
     json: () => (json ??= { value: JSON.parse(input.text()) }).value,

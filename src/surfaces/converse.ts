@@ -26,11 +26,15 @@ function refuseKeyBesidePair(req: GatewayRequest): void {
 }
 
 function pathModelId(raw: string): string {
+  let id: string;
   try {
-    return decodeURIComponent(raw);
+    id = decodeURIComponent(raw);
   } catch {
     throw new GatewayError('request_error', 'modelId in the path is not valid percent-encoding', { fields: { field: 'modelId' } });
   }
+  // `/cloudy/model/../converse` (or %2e%2e): a dot segment is not a model, and must never reach a vendor path
+  if (id === '.' || id === '..') throw new GatewayError('request_error', 'modelId in the path is a dot segment', { fields: { field: 'modelId' } });
+  return id;
 }
 
 /** The body with `modelId` added as its first member; the caller's bytes after it are untouched. */

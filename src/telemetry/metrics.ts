@@ -107,6 +107,12 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    shed: new Counter({
+      name: 'gw_shed_total',
+      help: 'Requests answered 503 overloaded on the replica\'s own capacity, by where they were shed (ingress_budget, loop_stall, queue_wait, upstream_inflight)',
+      labelNames: ['where'] as const,
+      registers: [registry],
+    }),
     refusedFraming: new Counter({
       name: 'gw_refused_framing_total',
       help: 'Requests refused at the front for ambiguous framing or bad header bytes',
@@ -126,7 +132,7 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
     }),
     rateLimitLeases: new Counter({
       name: 'gw_rate_limit_lease_calls_total',
-      help: 'Token leases a replica asked of the shared rate-limit bucket, by result (ok, error)',
+      help: 'Token leases a replica asked of the shared rate-limit bucket, by result (ok, error; slow: a request stopped waiting for it and limited locally)',
       labelNames: ['result'] as const,
       registers: [registry],
     }),

@@ -206,10 +206,20 @@ export function parseStages(header: string): StageTiming[] {
 
 const FIGURE_NUMBERS = ['tokens_saved', 'usd_saved', 'ledger_usd'] as const;
 
+/** a report's detail, which accounting hands over as JSON text */
+function detailOf(detail: string | undefined): unknown {
+  if (detail === undefined) return undefined;
+  try {
+    return JSON.parse(detail) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The summed figures of a skill's report (its detail, when an object, and its tokens_saved); undefined when none. */
 function figuresOf(s: SkillOutcome): SkillFigures | undefined {
   const out: SkillFigures = {};
-  const d: unknown = s.detail;
+  const d = detailOf(s.detail);
   if (typeof d === 'object' && d !== null) {
     const detail = d as Record<string, unknown>;
     for (const name of FIGURE_NUMBERS) if (typeof detail[name] === 'number') out[name] = detail[name];

@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors.js';
+import { LATE, within } from '../stores/bounded-wait.js';
 import { refillAndTake, type MeterStore, type TokenBucketSpec } from '../stores/meter.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -8,6 +9,13 @@ import { throttledWarn } from '../telemetry/throttled-log.js';
 export const LOCAL_TOKEN_TTL_MS = 1000;
 /** After a failed lease the replica limits on its own for this long before asking again. */
 const DEGRADED_MS = 1000;
+/**
+ * The longest a request waits for a lease. A lease slower than this (Redis
+ * stalled, not down) degrades the org to the local bucket as a failed one
+ * does, so a slow store costs one request per org and second this wait, not
+ * every request the store's command timeout.
+ */
+export const LEASE_WAIT_MS = 250;
 /** For this long after the shared bucket ran dry the org is at its cap: an empty batch refuses instead of waiting. */
 const CONTENDED_MS = 1000;
 
@@ -90,8 +98,13 @@ export class RateLimiter {
       throw rateLimited(1000 / rps, rps);
     }
     this.opts.metrics.rateLimitWaits.inc();
-    return this.lease(orgId, a, rps).then(() => {
+    return within(this.lease(orgId, a, rps), LEASE_WAIT_MS).then((leased) => {
       const after = this.clock();
+      if (leased === LATE) {
+        this.opts.metrics.rateLimitLeases.inc({ result: 'slow' });
+        this.warnUnreachable({ org_id: orgId, waited_ms: LEASE_WAIT_MS });
+        a.degradedUntil = Math.max(a.degradedUntil, after + DEGRADED_MS);
+      }
       if (after < a.degradedUntil) return this.admitLocally(a, after, rps);
       if (this.takeLocal(a, after)) return;
       throw rateLimited(Math.max(a.dryUntil - after, 1000 / rps), rps);

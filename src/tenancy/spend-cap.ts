@@ -3,7 +3,8 @@ import { GatewayError } from '../errors.js';
 import { costUsd, lookupModel, priciestModel } from '../providers/catalog.js';
 import { adapterOf } from '../providers/index.js';
 import type { ProviderId } from '../providers/types.js';
-import type { CapPeriod, MeterAccount, MeterStore } from '../stores/meter.js';
+import { LATE, within } from '../stores/bounded-wait.js';
+import type { CapPeriod, MeterAccount, MeterStore, ReserveResult } from '../stores/meter.js';
 import type { DocStore } from '../stores/types.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -36,6 +37,14 @@ export interface SpendCapOptions {
 }
 
 const DEFAULT_LEASE_MS = 60_000;
+/**
+ * The longest a call waits for its reservation. Past it the call is relayed
+ * unmetered (fail-open, counted); a reservation that lands later still
+ * carries the call's cost when it settles.
+ */
+export const RESERVE_WAIT_MS = 250;
+/** after a reservation came late, calls do not wait on the store at all for this long (one call per period pays the wait) */
+const SLOW_STORE_MS = 1000;
 
 /** USD to 9 decimals (a nano-dollar): no float noise in bodies, no exponent notation in headers */
 const roundUsd = (x: number): number => Math.round(x * 1e9) / 1e9;
@@ -101,6 +110,8 @@ export class SpendCaps {
   /** reservations in flight on this replica, renewed so they outlive slow streams but not a crash */
   private readonly inFlight = new Map<MeterAccount, Set<string>>();
   private renewTimer: NodeJS.Timeout | undefined;
+  /** the metering store answered late: until then reservations are not waited for */
+  private slowUntil = 0;
   // per-request warnings while the metering store is away: one line per interval, with a count
   private readonly warnUnmetered: (obj: object) => void;
   private readonly warnSettlementLost: (obj: object) => void;
@@ -159,15 +170,17 @@ export class SpendCaps {
     const account = accountOf(orgId, cap.period);
     const id = randomUUID();
     const amount = worstCaseUsd(call.model, call.body, call.provider);
+    const reserving = this.opts.meter.reserve({ account, kind: cap.period, id, amount, cap: cap.cap_usd, leaseMs: this.leaseMs });
     let result;
     try {
-      result = await this.opts.meter.reserve({ account, kind: cap.period, id, amount, cap: cap.cap_usd, leaseMs: this.leaseMs });
+      result = Date.now() < this.slowUntil ? LATE : await within(reserving, RESERVE_WAIT_MS);
     } catch (err) {
       // fail-open: our own metering never turns a call into an error
       this.opts.metrics.spendCapStoreFailures.inc({ op: 'reserve' });
       this.warnUnmetered({ err: String(err), org_id: orgId });
       return undefined;
     }
+    if (result === LATE) return this.lateReservation(reserving, account, id, amount, orgId);
     if (!result.admitted) throw this.exhausted(cap, result.settled, result.reserved, amount, result.resetsAt);
     const { period } = result;
     this.track(account, id);
@@ -175,9 +188,35 @@ export class SpendCaps {
       // an unknown cost (billed, usage unseen) keeps the whole reservation
       settle: (cost) => {
         this.untrack(account, id);
-        this.opts.meter.settle(account, period, id, cost ?? amount).catch((err: unknown) => {
-          this.opts.metrics.spendCapStoreFailures.inc({ op: 'settle' });
-          this.warnSettlementLost({ err: String(err), org_id: orgId, cost_usd: cost });
+        this.settleOn(account, period, id, cost ?? amount, orgId);
+      },
+    };
+  }
+
+  private settleOn(account: MeterAccount, period: string, id: string, cost: number, orgId: string): void {
+    this.opts.meter.settle(account, period, id, cost).catch((err: unknown) => {
+      this.opts.metrics.spendCapStoreFailures.inc({ op: 'settle' });
+      this.warnSettlementLost({ err: String(err), org_id: orgId, cost_usd: cost });
+    });
+  }
+
+  /**
+   * The store is slow: the call goes on unmetered now (counted, warned), and
+   * if the reservation lands after all, the call's cost is settled on it, so
+   * a slow store loses nothing a down one would not.
+   */
+  private lateReservation(reserving: Promise<ReserveResult>, account: MeterAccount, id: string, amount: number, orgId: string): Reservation {
+    this.slowUntil = Math.max(this.slowUntil, Date.now() + SLOW_STORE_MS);
+    this.opts.metrics.spendCapStoreFailures.inc({ op: 'reserve_slow' });
+    this.warnUnmetered({ org_id: orgId, waited_ms: RESERVE_WAIT_MS });
+    const landed = reserving.then(
+      (r) => (r.admitted ? r.period : undefined),
+      () => undefined,
+    );
+    return {
+      settle: (cost) => {
+        void landed.then((period) => {
+          if (period !== undefined) this.settleOn(account, period, id, cost ?? amount, orgId);
         });
       },
     };

@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { startGateway, type RunningGateway } from '../../src/main.js';
 import { loadSettings } from '../../src/settings.js';
+import type { SkillRow } from '../../src/skills/table.js';
 
 /** The one setting naming the test Redis: every Redis-backed test case uses it. */
 export const REDIS_URL_VARIABLE = 'GW_TEST_REDIS_URL';
@@ -48,6 +49,8 @@ export interface TestGatewayOptions {
   redis?: boolean;
   /** reuse a namespace (a second replica of the same deployment) */
   redisPrefix?: string;
+  /** the skills table the gateway runs (rows of test evaluators); the shipped one by default */
+  skillRows?: readonly SkillRow[];
 }
 
 let redisAnswered: Promise<void> | undefined;
@@ -132,7 +135,7 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
       cb();
     },
   });
-  const gateway = await startGateway(loadSettings(env), { logDestination: destination });
+  const gateway = await startGateway(loadSettings(env), { logDestination: destination, ...(opts.skillRows && { skillRows: opts.skillRows }) });
   return {
     url: `http://127.0.0.1:${gateway.port}`,
     port: gateway.port,

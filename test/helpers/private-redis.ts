@@ -10,6 +10,10 @@ export interface PrivateRedis {
   stop(): Promise<void>;
   /** a new server on the same port, empty (no persistence) */
   restart(): Promise<void>;
+  /** SIGSTOP: the server holds its connections and answers nothing (this test's own server, never the shared one) */
+  pause(): void;
+  /** SIGCONT after pause() */
+  resume(): void;
 }
 
 /**
@@ -35,5 +39,8 @@ export async function privateRedis(): Promise<PrivateRedis> {
     await exited;
   };
   await launch();
-  return { url: `redis://127.0.0.1:${port}`, port, stop, restart: launch };
+  const signal = (s: NodeJS.Signals) => {
+    if (proc && proc.exitCode === null) proc.kill(s);
+  };
+  return { url: `redis://127.0.0.1:${port}`, port, stop, restart: launch, pause: () => signal('SIGSTOP'), resume: () => signal('SIGCONT') };
 }

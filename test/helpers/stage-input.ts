@@ -1,9 +1,9 @@
-import { Deadline, type StageInput } from '../../src/skills/stage.js';
+import { Deadline, type StageContext, type StageInput } from '../../src/skills/stage.js';
 
 /** A StageInput as the worker builds one, for calling an evaluator directly. */
-export function stageInput(stage: string, surface: string, body: unknown, acting = true): StageInput {
+export function stageInput(stage: string, surface: string, body: unknown, acting = true, context?: StageContext): StageInput {
   const bytes = Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
-  return { stage, surface, acting, body: bytes, text: () => bytes.toString('utf8'), json: () => JSON.parse(bytes.toString('utf8')) as unknown };
+  return { stage, surface, acting, body: bytes, context, text: () => bytes.toString('utf8'), json: () => JSON.parse(bytes.toString('utf8')) as unknown };
 }
 
 /** a deadline far enough away never to pass during a test */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { CATALOG } from '../../src/providers/catalog.js';
+import { SKILLS } from '../../src/skills/table.js';
 import { PER_KEY_SKILLS } from '../../src/tenancy/skills.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
@@ -24,23 +25,34 @@ describe('unauthenticated reads: /healthz and /v1/models', () => {
       status: string;
       uws_native: boolean;
       levers: { configured: { guardrails_classifier_mode: string; store: string } };
-      overload: { in_flight: number; event_loop_delay_p99_ms: number };
+      overload: { inflight_requests: number; inflight_bytes: number; loop_stall_share: number; shedding: boolean };
     };
     assert.equal(body.status, 'ok');
     assert.equal(body.uws_native, true);
     assert.equal(body.levers.configured.guardrails_classifier_mode, 'enforce');
     assert.equal(body.levers.configured.store, 'embedded');
-    assert.equal(body.overload.in_flight, 1, 'the health check itself is in flight');
-    assert.equal(typeof body.overload.event_loop_delay_p99_ms, 'number');
+    assert.equal(body.overload.inflight_requests, 1, 'the health check itself is in flight');
+    assert.equal(body.overload.inflight_bytes, 0);
+    assert.equal(typeof body.overload.loop_stall_share, 'number');
+    assert.equal(body.overload.shedding, false);
   });
 
-  it('/healthz reports what runs: no guardrail or skill is "on" while none runs; the policy stages are the pipeline\'s', async () => {
+  it('GET /livez and GET /readyz answer 200 on an idle replica', async () => {
+    for (const path of ['/livez', '/readyz']) {
+      const res = await fetch(`${gw.url}${path}`);
+      assert.equal(res.status, 200, path);
+      await res.body?.cancel();
+    }
+  });
+
+  it('/healthz reports what runs: the guardrail stages and the per-key skills the skills table has a stage for; the policy stages are the pipeline\'s', async () => {
     const { levers } = (await (await fetch(`${gw.url}/healthz`)).json()) as {
       levers: { skills: Record<string, string>; guardrails: Record<string, string>; policy: string[] };
     };
-    assert.deepEqual(levers.guardrails, { regex: 'not_running', classifier: 'not_running' });
-    assert.deepEqual(levers.skills, Object.fromEntries(PER_KEY_SKILLS.map((s) => [s, 'not_running'])));
-    assert.deepEqual(levers.policy, ['model_access', 'rate_limit', 'spend_cap']);
+    assert.deepEqual(levers.guardrails, { regex: 'running', classifier: 'running' });
+    const tabled = new Set(SKILLS.map((r) => r.id));
+    assert.deepEqual(levers.skills, Object.fromEntries(PER_KEY_SKILLS.map((s) => [s, tabled.has(s) ? 'running' : 'not_running'])));
+    assert.deepEqual(levers.policy, ['queue_wait', 'model_access', 'rate_limit', 'spend_cap']);
   });
 
   it('a key is never required, and a bad one does not turn the read into a 401', async () => {

@@ -26,7 +26,7 @@ const errorOf = (a: Answer) => a.json['error'] as Record<string, unknown>;
 
 async function inFlight(gw: TestGateway): Promise<number> {
   const health = await call(gw, '/healthz');
-  return (health.json['overload'] as { in_flight: number }).in_flight;
+  return (health.json['overload'] as { inflight_requests: number }).inflight_requests;
 }
 
 describe('self-hosted destination with LoRA adapters', () => {
@@ -60,6 +60,16 @@ describe('self-hosted destination with LoRA adapters', () => {
     fake.releaseLoads();
     await gw?.close();
     await fake?.close();
+  });
+
+  it('the native /v1/execute route serves a self-hosted adapter too, priced at the destination', async () => {
+    const answer = await call(gw, '/v1/execute', { key: devKey, body: { input: { messages: [{ role: 'user', content: 'hi' }] }, target: { model: 'sql' } } });
+    assert.equal(answer.status, 200, JSON.stringify(answer.json));
+    assert.equal(answer.json['provider'], 'selfhosted');
+    assert.equal(answer.json['model'], 'sql');
+    const usage = answer.json['usage'] as { tokens_in: number; tokens_out: number; cost_usd: number };
+    assert.ok(usage.tokens_in > 0);
+    assert.equal(usage.cost_usd, (usage.tokens_in * 1 + usage.tokens_out * 2) / 1e6);
   });
 
   it('loads an adapter on its first call, with the server key and no caller credential, and not again', async () => {
@@ -254,6 +264,31 @@ describe('a gateway restart', () => {
       assert.equal((await chat(gw, 'summarize')).status, 200);
       assert.deepEqual(unloadsOf(fake), ['chat']);
       assert.deepEqual(loadsOf(fake), ['summarize']);
+    } finally {
+      await gw.close();
+      await fake.close();
+    }
+  });
+});
+
+describe('the durable row of a self-hosted call', () => {
+  it('names the destination and the serving route (any replica reads it)', async () => {
+    const fake = await startFakeVllm({ models: [BASE], memoryMb: 4 });
+    const file = await destinationsFile([{ id: 'gpu9', provider: 'selfhosted', origin: fake.origin, models: [BASE], adapter_memory_mb: 4, adapters: { sql: adapter('/adapters/sql') } }]);
+    const gw = await startTestGateway({ bootstrap, redis: true, env: { GW_DESTINATIONS_FILE: file } });
+    try {
+      const answer = await chat(gw, 'sql');
+      assert.equal(answer.status, 200);
+      const id = answer.headers.get('x-gw-request-id') as string;
+      let row: Record<string, unknown> | undefined;
+      await eventually(async () => {
+        const read = await call(gw, `/api/v1/tenant/request/${id}`, { key: devKey });
+        row = read.status === 200 ? (read.json['request'] as Record<string, unknown>) : undefined;
+        return row !== undefined;
+      }, 'the durable row');
+      assert.equal(row?.['destination_id'], 'gpu9');
+      assert.equal(row?.['model_serving_route'], 'selfhosted:gpu9/sql');
+      assert.equal(row?.['provider'], 'selfhosted');
     } finally {
       await gw.close();
       await fake.close();

@@ -231,6 +231,7 @@ test('headers name each stage with _ as - and its outcome; /healthz levers come 
       { id: 'guardrails', kind: 'guardrail', mode: 'prod' },
       { id: 'guardrails_model', kind: 'guardrail', mode: 'shadow' },
       { id: 'prompt_compaction', kind: 'per-key', mode: 'per_key' },
+      { id: 'agent_trajectory_compaction', kind: 'per-key', mode: 'per_key' },
     ],
     ceilings_ms: { acting: 250, shadow: 50 },
   });

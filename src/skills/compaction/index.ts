@@ -1,5 +1,5 @@
-import { countTokens } from 'gpt-tokenizer';
 import type { Deadline, StageInput, StageResult } from '../stage.js';
+import { textTokens as tokens } from '../tokens.js';
 import { stageView, type TextPart } from '../views/index.js';
 import { MIN_REPEAT_CHARS, elideMiddle, minifyJson, placeOf, repeatMarker, segments, squeezeWhitespace } from './passes.js';
 
@@ -14,9 +14,6 @@ import { MIN_REPEAT_CHARS, elideMiddle, minifyJson, placeOf, repeatMarker, segme
  * or before a provider prompt-cache marker. `tokens_saved` is counted with
  * the o200k tokenizer over the parts it changed.
  */
-
-const ANY_TEXT = { disallowedSpecial: new Set<string>() };
-const tokens = (s: string) => countTokens(s, ANY_TEXT);
 
 type Pass = 'whitespace' | 'json' | 'repeat' | 'elide';
 

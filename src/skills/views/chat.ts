@@ -23,7 +23,7 @@ function walkMessages(messages: unknown[], c: PartCollector): void {
     if (Array.isArray(m['tool_calls'])) {
       for (const call of m['tool_calls']) {
         const fn = isObj(call) ? call['function'] : undefined;
-        if (isObj(fn) && typeof fn['arguments'] === 'string') c.add(role, turn, 'tool_call', field(fn, 'arguments'));
+        if (isObj(fn) && typeof fn['arguments'] === 'string') c.add(role, turn, 'tool_call', field(fn, 'arguments'), str(fn['name']));
       }
     }
   });

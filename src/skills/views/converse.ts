@@ -12,7 +12,7 @@ function walkContent(blocks: unknown[], role: string, turn: number, c: PartColle
   for (const b of blocks) {
     if (!isObj(b)) continue;
     if (typeof b['text'] === 'string') c.add(role, turn, role === 'assistant' ? 'assistant' : 'user', field(b, 'text'));
-    else if (isObj(b['toolUse']) && b['toolUse']['input'] !== undefined) c.add(role, turn, 'tool_call', jsonField(b['toolUse'], 'input'));
+    else if (isObj(b['toolUse']) && b['toolUse']['input'] !== undefined) c.add(role, turn, 'tool_call', jsonField(b['toolUse'], 'input'), str(b['toolUse']['name']));
     else if (isObj(b['toolResult']) && Array.isArray(b['toolResult']['content'])) {
       for (const inner of b['toolResult']['content']) {
         if (!isObj(inner)) continue;

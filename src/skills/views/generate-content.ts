@@ -20,7 +20,7 @@ function walk(root: Json, c: PartCollector): void {
       if (!isObj(p)) continue;
       if (typeof p['text'] === 'string') {
         if (p['thought'] !== true) c.add(role, turn, role === 'model' ? 'assistant' : 'user', field(p, 'text'));
-      } else if (isObj(p['functionCall']) && p['functionCall']['args'] !== undefined) c.add(role, turn, 'tool_call', jsonField(p['functionCall'], 'args'));
+      } else if (isObj(p['functionCall']) && p['functionCall']['args'] !== undefined) c.add(role, turn, 'tool_call', jsonField(p['functionCall'], 'args'), str(p['functionCall']['name']));
       else if (isObj(p['functionResponse']) && p['functionResponse']['response'] !== undefined) c.add(role, turn, 'tool_result', jsonField(p['functionResponse'], 'response'));
     }
   });

@@ -14,7 +14,7 @@ function walkBlocks(blocks: unknown[], role: string, turn: number, c: PartCollec
   for (const b of blocks) {
     if (!isObj(b)) continue;
     if (b['type'] === 'text' && typeof b['text'] === 'string') c.add(role, turn, role === 'assistant' ? 'assistant' : 'user', field(b, 'text'));
-    else if (b['type'] === 'tool_use' && b['input'] !== undefined) c.add(role, turn, 'tool_call', jsonField(b, 'input'));
+    else if (b['type'] === 'tool_use' && b['input'] !== undefined) c.add(role, turn, 'tool_call', jsonField(b, 'input'), str(b['name']));
     else if (b['type'] === 'tool_result') {
       if (typeof b['content'] === 'string') c.add(role, turn, 'tool_result', field(b, 'content'));
       else if (Array.isArray(b['content'])) {

@@ -21,7 +21,7 @@ function walkItem(item: unknown, turn: number, c: PartCollector): void {
     else if (Array.isArray(item['content'])) {
       for (const p of item['content']) if (isObj(p) && typeof p['text'] === 'string') c.add(role, turn, kind, field(p, 'text'));
     }
-  } else if (type === 'function_call' && typeof item['arguments'] === 'string') c.add('assistant', turn, 'tool_call', field(item, 'arguments'));
+  } else if (type === 'function_call' && typeof item['arguments'] === 'string') c.add('assistant', turn, 'tool_call', field(item, 'arguments'), str(item['name']));
   else if (type === 'function_call_output') {
     if (typeof item['output'] === 'string') c.add('tool', turn, 'tool_result', field(item, 'output'));
     else if (Array.isArray(item['output'])) {

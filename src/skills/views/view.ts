@@ -22,6 +22,8 @@ export interface TextPart {
   readonly cacheMarked: boolean;
   /** the text renders a structured field (tool input, function response) as JSON: a replacement must be JSON of the same kind */
   readonly structured: boolean;
+  /** the tool's name, on a tool_call part */
+  readonly name?: string;
 }
 
 export interface MessageView {
@@ -78,8 +80,8 @@ export class PartCollector {
   /** parts up to this index (inclusive) are at or before a cache marker */
   private markedThrough = -1;
 
-  add(role: string, turn: number, kind: PartKind, slot: Slot): void {
-    this.parts.push({ id: this.parts.length, role, turn, kind, text: slot.get(), structured: slot.structured === true });
+  add(role: string, turn: number, kind: PartKind, slot: Slot, name?: string): void {
+    this.parts.push({ id: this.parts.length, role, turn, kind, text: slot.get(), structured: slot.structured === true, ...(name === undefined ? {} : { name }) });
     this.slots.push(slot);
   }
 

@@ -1,0 +1,89 @@
+import type { HttpResponse } from 'uWebSockets.js';
+import type { GatewayError } from '../errors.js';
+import type { LoadMonitor } from '../telemetry/load-monitor.js';
+
+export interface IngressOptions {
+  monitor: LoadMonitor;
+  /** GW_INGRESS_BUDGET: declared body bytes in flight before a request is shed; undefined = off */
+  budget: number | undefined;
+  /** GW_HEAVY_BODY_BYTES: from this size a body is shed while the event loop is stalled */
+  heavyBytes: number;
+}
+
+/**
+ * Transport-side shedding, decided from the headers before a byte of the
+ * body is read (SPEC overloaded rule 1a): a declared size that would take
+ * the in-flight bytes past the ingress budget (a body larger than the whole
+ * budget only when nothing else is in flight), and a heavy body while the
+ * event loop has been stalled. A chunked body declares nothing: it counts
+ * the bytes read so far, and is heavy, since its size is unknown.
+ */
+export class Ingress {
+  constructor(private readonly opts: IngressOptions) {}
+
+  /** the refusal for a request declaring `length` body bytes (-1: chunked), or undefined to admit it */
+  refuse(length: number): GatewayError | undefined {
+    const { monitor, budget, heavyBytes } = this.opts;
+    if (budget !== undefined && length > 0 && !this.fits(length)) {
+      return monitor.shed('ingress_budget', `the gateway holds ${monitor.inflightBytes} request bytes in flight; this body would pass its ingress budget`);
+    }
+    if ((length < 0 || length >= heavyBytes) && monitor.loopStalled) {
+      return monitor.shed('loop_stall', 'the gateway event loop is stalled: heavy request bodies are shed for now; light ones are served');
+    }
+    return undefined;
+  }
+
+  /** a chunked body grew by `n` bytes: the refusal once it passes the budget beside other requests */
+  grew(n: number): GatewayError | undefined {
+    const { monitor, budget } = this.opts;
+    monitor.grow(n);
+    if (budget === undefined || monitor.inflightBytes <= budget || monitor.inflightRequests <= 1) return undefined;
+    return monitor.shed('ingress_budget', 'a chunked body passed the ingress budget while other requests are in flight');
+  }
+
+  private fits(length: number): boolean {
+    const { monitor, budget } = this.opts;
+    // the request asking is counted in flight already
+    if (length > (budget as number)) return monitor.inflightRequests <= 1;
+    return monitor.inflightBytes + length <= (budget as number);
+  }
+}
+
+export interface BodyReader {
+  body(body: Buffer): void;
+  /** a chunked body grew past the largest accepted */
+  tooLarge(): void;
+  /** a chunked body's growth: a refusal stops the read */
+  grew(n: number): GatewayError | undefined;
+  refused(err: GatewayError): void;
+}
+
+/**
+ * Reads a body as it arrives. Nothing is allocated from the declared
+ * Content-Length: a client that declares 32 MB and sends nothing holds no
+ * memory; the chunks are joined once the last one is in.
+ */
+export function readBody(res: HttpResponse, declared: number, max: number, reader: BodyReader): void {
+  const parts: Buffer[] = [];
+  let total = 0;
+  let stopped = false;
+  res.onData((chunk, isLast) => {
+    if (stopped) return;
+    const n = declared > 0 ? Math.min(chunk.byteLength, declared - total) : chunk.byteLength;
+    total += n;
+    if (declared < 0) {
+      if (total > max) {
+        stopped = true;
+        return reader.tooLarge();
+      }
+      const refusal = reader.grew(n);
+      if (refusal) {
+        stopped = true;
+        return reader.refused(refusal);
+      }
+    }
+    // the chunk's memory belongs to uWS only during this call: copied
+    if (n > 0) parts.push(Buffer.from(new Uint8Array(chunk, 0, n)));
+    if (isLast) reader.body(parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, total));
+  });
+}

@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
+import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { bodyOf, firstStatus, headerOf, rawExchange, requestHead } from '../helpers/raw-http.js';
+import { eventually } from '../helpers/wait.js';
+
+/**
+ * Shedding in its three places (transport, engine entry, dispatch): 503
+ * `overloaded` in each surface's envelope with a Retry-After of 1 to 30 s;
+ * x-gw-error on the transport's and engine entry's sheds, not on the
+ * dispatch-side one; /healthz and /readyz say so.
+ */
+const { bootstrap, devKey } = oneTenant('shed');
+const chat = (model: string, pad = 0) => JSON.stringify({ model, messages: [{ role: 'user', content: 'x'.repeat(pad) || 'hi' }] });
+const post = (url: string, body: string, headers: Record<string, string> = {}) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-gw-provider-key': 'sk-test', ...headers }, body });
+
+function assertRetryAfter(value: string | null | undefined) {
+  const n = Number(value);
+  assert.ok(Number.isInteger(n) && n >= 1 && n <= 30, `Retry-After ${value} is a whole number of seconds from 1 to 30`);
+}
+
+describe('transport shedding: the ingress budget', () => {
+  let fake: FakeOpenAI;
+  let gw: TestGateway;
+  before(async () => {
+    fake = await startFakeOpenAI();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_INGRESS_BUDGET: '4096', GW_LOOP_STALL_WINDOW_S: '2' } });
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  it('a body past the budget beside another request is 503 before it is read, in each surface envelope; it is admitted alone', async () => {
+    const held = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
+    await eventually(() => fake.received.length === 1, 'the slow call reached the vendor');
+
+    // the declared size decides: no body byte is sent, and the answer comes anyway
+    const raw = await rawExchange(gw.port, requestHead('POST', '/msgvendor/v1/messages', 'content-type: application/json', 'content-length: 8000'));
+    assert.equal(firstStatus(raw.text), 503, raw.text);
+    assert.equal(headerOf(raw.text, 'x-gw-error'), 'overloaded');
+    assertRetryAfter(headerOf(raw.text, 'retry-after'));
+    const msg = JSON.parse(bodyOf(raw.text)) as { type: string; error: { type: string; code: number } };
+    assert.deepEqual([msg.type, msg.error.type, msg.error.code], ['error', 'overloaded_error', 503]);
+    assert.equal(raw.closed, true, 'the unread body is not parsed as a next request: the connection closes');
+
+    const big = 'x'.repeat(8000);
+    const gen = await fetch(`${gw.url}/genvendor/v1beta/models/gemini-2.0-flash:generateContent`, { method: 'POST', body: big });
+    assert.equal(gen.status, 503);
+    assert.equal(((await gen.json()) as { error: { status: string; type: string } }).error.status, 'UNAVAILABLE');
+    const conv = await fetch(`${gw.url}/cloudy/model/m/converse`, { method: 'POST', body: big });
+    assert.equal(conv.status, 503);
+    assert.equal(conv.headers.get('x-amzn-errortype'), 'ServiceUnavailableException');
+    assert.equal(conv.headers.get('x-gw-error'), 'overloaded');
+    // the converse error object sits at the top level (and, once the envelope carries it, under `error` too)
+    const convBody = (await conv.json()) as { type: string; error?: { type: string } };
+    assert.equal((convBody.error ?? convBody).type, 'overloaded');
+
+    // a body that fits beside what is in flight goes through
+    const fits = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o', 2000));
+    assert.equal(fits.status, 200);
+    await fits.body?.cancel();
+
+    const health = (await (await fetch(`${gw.url}/healthz`)).json()) as { overload: { inflight_requests: number; inflight_bytes: number; shedding: boolean } };
+    assert.equal(health.overload.shedding, true);
+    assert.ok(health.overload.inflight_bytes > 0, 'the held call body counts in flight');
+    assert.equal((await fetch(`${gw.url}/readyz`)).status, 503, 'not ready while shedding');
+    assert.equal((await fetch(`${gw.url}/livez`)).status, 200);
+
+    assert.equal((await held).status, 200);
+    // alone, a body larger than the whole budget is admitted
+    const alone = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o', 6000));
+    assert.equal(alone.status, 200);
+    await alone.body?.cancel();
+  });
+});
+
+describe('transport shedding: heavy bodies while the event loop is stalled', () => {
+  let fake: FakeOpenAI;
+  let gw: TestGateway;
+  before(async () => {
+    fake = await startFakeOpenAI();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_LOOP_STALL_WINDOW_S: '2', GW_LOOP_STALL_SHED_SHARE: '0.3', GW_HEAVY_BODY_BYTES: '4096' } });
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  it('a heavy body is 503 while the loop was stalled past the share; a light one is served', async () => {
+    // the gateway runs in this process: stall its loop for 1 s of the 2 s window
+    const until = performance.now() + 1000;
+    while (performance.now() < until);
+    const heavy = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o', 8000));
+    assert.equal(heavy.status, 503);
+    assert.equal(heavy.headers.get('x-gw-error'), 'overloaded');
+    assertRetryAfter(heavy.headers.get('retry-after'));
+    assert.equal(((await heavy.json()) as { error: { type: string } }).error.type, 'overloaded');
+    const light = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o'));
+    assert.equal(light.status, 200);
+    await light.body?.cancel();
+    const health = (await (await fetch(`${gw.url}/healthz`)).json()) as { overload: { loop_stall_share: number } };
+    assert.ok(health.overload.loop_stall_share >= 0.3, `stall share ${health.overload.loop_stall_share}`);
+  });
+});
+
+describe('engine-entry and dispatch-side shedding', () => {
+  let fake: FakeOpenAI;
+  let gw: TestGateway;
+  before(async () => {
+    fake = await startFakeOpenAI();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_QUEUE_WAIT_MAX_S: '0.3', GW_UPSTREAM_MAX_INFLIGHT: '1' } });
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  it('a request that waited past GW_QUEUE_WAIT_MAX_S since it was accepted is 503 overloaded with x-gw-error', async () => {
+    const body = chat('gpt-4o');
+    const head = requestHead('POST', '/v1/chat/completions', 'content-type: application/json', `x-gw-key: ${devKey}`, 'x-gw-provider-key: sk-test', `content-length: ${body.length}`);
+    const before = fake.received.length;
+    // accepted with its head; the body comes 600 ms later, so the engine starts on it past the limit
+    const raw = await rawExchange(gw.port, head, { then: { gapMs: 600, payload: body }, until: (t) => t.includes('\r\n\r\n') && bodyOf(t).endsWith('}') });
+    assert.equal(firstStatus(raw.text), 503, raw.text);
+    assert.equal(headerOf(raw.text, 'x-gw-error'), 'overloaded');
+    assertRetryAfter(headerOf(raw.text, 'retry-after'));
+    assert.equal((JSON.parse(bodyOf(raw.text)) as { error: { type: string } }).error.type, 'overloaded');
+    assert.equal(fake.received.length, before, 'nothing went upstream');
+  });
+
+  it('a call to an origin at GW_UPSTREAM_MAX_INFLIGHT is 503 overloaded without x-gw-error; it goes once the origin has room', async () => {
+    const held = post(`${gw.url}/v1/chat/completions`, chat('slow_800'));
+    await eventually(() => fake.received.some((r) => r.body.toString().includes('slow_800')), 'the slow call reached the vendor');
+    const shed = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o'));
+    assert.equal(shed.status, 503);
+    assert.equal(shed.headers.get('x-gw-error'), null, 'a dispatch-side shed summarizes the upstream: no x-gw-error');
+    assertRetryAfter(shed.headers.get('retry-after'));
+    assert.equal(((await shed.json()) as { error: { type: string } }).error.type, 'overloaded');
+    assert.equal((await held).status, 200);
+    const after = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o'));
+    assert.equal(after.status, 200);
+    await after.body?.cancel();
+  });
+});

@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { LoadMonitor } from '../../src/telemetry/load-monitor.js';
+
+/** A monitor on a clock the test moves: each `tick(late)` is one timer firing `late` ms after it was due. */
+function driven(opts: { stallShedShare?: number; ingressBudget?: number } = {}) {
+  let now = 0;
+  const m = new LoadMonitor({ windowMs: 1000, stallShedShare: opts.stallShedShare ?? 0.5, ingressBudget: opts.ingressBudget, tickMs: 50 }, () => now);
+  return {
+    m,
+    tick(late = 0) {
+      now += 50 + late;
+      m.sample();
+    },
+    advance(ms: number) {
+      now += ms;
+    },
+  };
+}
+
+describe('load monitor', () => {
+  it('measures the stall share over its window and sheds with hysteresis', () => {
+    const d = driven();
+    d.tick(150);
+    d.tick(400);
+    assert.equal(d.m.loopStallShare, 0.55);
+    assert.equal(d.m.loopStalled, true);
+    // the first stall leaves the window: 0.4 is under 0.5 but not under 3/4 of it, so still stalled
+    let ticks = 0;
+    while (d.m.loopStallShare > 0.4 && ticks++ < 40) d.tick();
+    assert.equal(d.m.loopStallShare, 0.4);
+    assert.equal(d.m.loopStalled, true);
+    while (d.m.loopStallShare > 0 && ticks++ < 80) d.tick();
+    assert.equal(d.m.loopStallShare, 0, 'a quiet window clears the share');
+    assert.equal(d.m.loopStalled, false);
+  });
+
+  it('hysteresis: entered above the share, left only below 3/4 of it', () => {
+    const d = driven();
+    d.tick(450);
+    assert.equal(d.m.loopStalled, false, '0.45 of the window is not past 0.5');
+    d.tick(100);
+    assert.equal(d.m.loopStalled, true);
+  });
+
+  it('shadow work is shed before requests are: at half the stall share, at half the ingress budget, and while anything was shed', () => {
+    const d = driven({ ingressBudget: 1000 });
+    assert.equal(d.m.shouldShedShadow(), false);
+    d.tick(300);
+    assert.equal(d.m.shouldShedShadow(), true, '0.3 stalled: above half of 0.5');
+    assert.equal(d.m.loopStalled, false, 'requests are not shed yet');
+    for (let i = 0; i < 25; i++) d.tick();
+    assert.equal(d.m.shouldShedShadow(), false);
+    d.m.enter(600);
+    assert.equal(d.m.shouldShedShadow(), true, 'more than half the budget in flight');
+    d.m.leave(600);
+    d.m.shed('queue_wait', 'test');
+    assert.equal(d.m.shouldShedShadow(), true);
+    assert.equal(d.m.shedding, true);
+    assert.equal(d.m.ready, false, 'not ready while shedding');
+    d.advance(1001);
+    assert.equal(d.m.shedding, false);
+    assert.equal(d.m.ready, true);
+    d.m.drain();
+    assert.equal(d.m.ready, false, 'not ready while draining');
+  });
+
+  it('Retry-After comes from the drain rate: in flight over completions per second, 1 to 30', () => {
+    const d = driven();
+    assert.equal(d.m.retryAfterS(), 1, 'idle');
+    for (let i = 0; i < 100; i++) d.m.enter(0);
+    assert.equal(d.m.retryAfterS(), 30, 'nothing completed: the longest');
+    for (let i = 0; i < 10; i++) d.m.leave(0);
+    // 10 completions in the 1 s window: 10/s; 90 in flight drain in 9 s
+    assert.equal(d.m.retryAfterS(), 9);
+    for (let i = 0; i < 89; i++) d.m.leave(0);
+    assert.equal(d.m.retryAfterS(), 1);
+    const err = d.m.shed('upstream_inflight', 'full', true);
+    assert.equal(err.type, 'overloaded');
+    assert.equal(err.carriesHeader, false, 'a dispatch-side shed carries no x-gw-error');
+    assert.equal(d.m.shed('loop_stall', 'stalled').carriesHeader, true);
+  });
+});
