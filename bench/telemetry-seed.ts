@@ -63,6 +63,7 @@ function row(i: number, now: number): { row: RequestRow; decision: DecisionRecor
       overhead_ms: 0.05,
       retry: false,
       usage_estimated: false,
+      tool_fidelity: null,
       skills: {},
     },
     decision: {

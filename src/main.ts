@@ -13,7 +13,8 @@ import { leverReport, publicRoutes } from './api/public.js';
 import { openApiDocument, openApiRoutes } from './api/openapi.js';
 import type { Route } from './http/types.js';
 import { ProcessFeedback } from './lifecycle/feedback.js';
-import { ProcessRowWindow } from './lifecycle/rows.js';
+import { DurableRowSource, ProcessRowWindow } from './lifecycle/rows.js';
+import { storedArms } from './lifecycle/stored-arms.js';
 import { Scorecards } from './lifecycle/scorecards.js';
 import { BreakerSweep, SOLE_PROCESS } from './lifecycle/sweep.js';
 import { Pipeline } from './pipeline/index.js';
@@ -88,7 +89,7 @@ export interface RunningGateway {
   log: Logger;
   /** this replica's metrics, for the primary's aggregated scrape */
   registry: Registry;
-  /** the process's rolling window of scorecard rows (accounting records each finished request here) */
+  /** the process's rolling window of scorecard rows: fed by every finished request when no durable store is configured (with one, scorecards read the durable rows) */
   scorecardRows: ProcessRowWindow;
   /** hands batched log lines to the destination now */
   flushLogs(): void;
@@ -228,7 +229,12 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     const armed = settings.GW_SKILL_AUTO_ROLLBACK.split(',').map((s) => s.trim()).filter(Boolean);
     const scorecardRows = new ProcessRowWindow(SCORECARD_WINDOW_ROWS);
     const feedback = lifecycleStore ?? new ProcessFeedback(FEEDBACK_CAPACITY);
-    const scorecards = new Scorecards({ rows: scorecardRows, feedback, skills: keySkills, directory, armed: new Set(armed) });
+    // with a durable store every replica reads the fleet's rows; without, the process's own window
+    const reader = telemetry?.reader;
+    const rowSource = reader
+      ? new DurableRowSource(async (tenant, sinceMs) => (await reader.list(tenant, { startMs: sinceMs, limit: Number.MAX_SAFE_INTEGER, filters: [], withDecision: false })).map((e) => e.row))
+      : scorecardRows;
+    const scorecards = new Scorecards({ rows: rowSource, feedback, skills: keySkills, directory, armed: new Set(armed) });
     // each replica process has its own pool of skill threads
     const skillRows = opts.skillRows ?? SKILLS;
     const skillPool = new SkillPool(
@@ -264,7 +270,10 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       upstream,
       metrics,
       log,
-      rows: new TelemetryRows(ring, telemetry?.writer, metrics, log),
+      rows: new TelemetryRows(ring, telemetry?.writer, metrics, log, {
+        storedArms: storedArms(keySkills),
+        onRow: telemetry ? undefined : (row) => scorecardRows.record(row),
+      }),
       health: originHealth,
       inflight: new UpstreamInflight(settings.GW_UPSTREAM_MAX_INFLIGHT, load),
       limits: { streamIdleMs: settings.GW_STREAM_IDLE_S * 1000, streamDeadlineMs: settings.GW_STREAM_DEADLINE_S * 1000, maxReplyBytes: settings.GW_MAX_REPLY_BYTES },

@@ -68,7 +68,8 @@ const matches = (row: ScorecardRow, tenant: string, q: RowQuery, sinceIso: strin
 
 /**
  * The answering process's own recent rows, for a gateway without a durable
- * store: a ring of the last `capacity` rows of every tenant, fed by record().
+ * store: a ring of the last `capacity` rows of every tenant, fed by record()
+ * with every finished request (the telemetry row sink, main.ts).
  * It holds only what this process served and forgets on restart.
  */
 export class ProcessRowWindow implements RowSource {

@@ -2,6 +2,7 @@ import type { GatewayRequest, ResponseMeta } from '../http/types.js';
 import { costAtPrice, costUsd, pricedModel } from '../providers/catalog.js';
 import type { ProviderId } from '../providers/types.js';
 import { countedUsage } from '../providers/usage/streamed-text.js';
+import { toolCallFidelity } from '../lifecycle/tool-fidelity.js';
 import { bodyDigest } from '../telemetry/retry.js';
 import type { RowSink } from '../telemetry/row-sink.js';
 import type { SkillOutcome } from '../telemetry/row.js';
@@ -90,8 +91,31 @@ export function account(rows: RowSink, rec: CallRecord): number | undefined {
       rateLimit: null,
       lines: rec.req.logLines,
       destination: rec.destination,
+      toolFidelity: fidelityOf(rec),
     },
     rec.answer,
   );
   return billedUnseen ? undefined : cost;
+}
+
+/** the surfaces whose upstream call is chat-completions with declarable tools (/v1/execute relays chat-completions) */
+const TOOL_SURFACES: ReadonlySet<string> = new Set(['chat_completions', 'execute']);
+const TOOLS_FIELD = Buffer.from('"tools"');
+
+/**
+ * Tool-call fidelity of a whole JSON reply to a call that declared tools;
+ * undefined otherwise (streams, oversized replies, other surfaces). A
+ * translated call's body and reply are in another vendor's format, which
+ * declares no chat-completions tools, so it is not measured.
+ */
+function fidelityOf(rec: CallRecord): boolean | null | undefined {
+  const { replyJson } = rec.outcome;
+  if (replyJson === undefined || !TOOL_SURFACES.has(rec.endpoint) || !rec.requestBody.includes(TOOLS_FIELD)) return undefined;
+  let request: unknown;
+  try {
+    request = JSON.parse(rec.requestBody.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  return toolCallFidelity(request, replyJson);
 }

@@ -30,7 +30,12 @@ export interface RelayOutcome {
   streamedText?: StreamedTextSample;
   /** set when the gateway, not the vendor, ended the exchange */
   error?: GatewayError;
+  /** a whole 2xx JSON reply as the vendor sent it, parsed (before any translation); absent past MAX_KEPT_REPLY_BYTES */
+  replyJson?: unknown;
 }
+
+/** a parsed reply larger than this is not kept for accounting's measures (tool-call fidelity) */
+const MAX_KEPT_REPLY_BYTES = 1024 * 1024;
 
 /** an unfinished event held back past this size is forwarded as it is (framing gives way to memory) */
 const MAX_HELD_EVENT_BYTES = 1024 * 1024;
@@ -205,6 +210,7 @@ class RelayExchange implements UpstreamSink {
     const { transform } = this.reply;
     let body = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size);
     let usage: Usage | undefined;
+    let replyJson: unknown;
     if (status >= 200 && status < 300 && (!this.reply.opaqueReplies || isJsonOrUntyped(this.upstreamHeaders['content-type']))) {
       let json: unknown;
       try {
@@ -216,6 +222,7 @@ class RelayExchange implements UpstreamSink {
         this.settle(err.status, err);
         return;
       }
+      if (size <= MAX_KEPT_REPLY_BYTES) replyJson = json;
       if (transform) {
         ({ body, usage } = transform.json(json));
         retype(this.headers, 'application/json');
@@ -228,7 +235,7 @@ class RelayExchange implements UpstreamSink {
     this.req.stages.end();
     this.res.send(status, this.withGatewayHeaders(), body);
     this.overheadMs = this.preDispatchMs + (performance.now() - lastByteAt);
-    this.settle(status, undefined, usage);
+    this.settle(status, undefined, usage, replyJson);
   }
 
   onError(err: Error): void {
@@ -301,7 +308,7 @@ class RelayExchange implements UpstreamSink {
     return h;
   }
 
-  private settle(status: number, error?: GatewayError, usage: Usage | undefined = (this.translator ?? this.reader)?.usage()): void {
+  private settle(status: number, error?: GatewayError, usage: Usage | undefined = (this.translator ?? this.reader)?.usage(), replyJson?: unknown): void {
     if (this.settled) return;
     this.settled = true;
     if (this.dispatched) this.deps.inflight.leave(this.origin);
@@ -309,7 +316,7 @@ class RelayExchange implements UpstreamSink {
     clearTimeout(this.deadline);
     this.req.stages.end();
     const streamedText = usage === undefined ? this.reader?.streamedText() : undefined;
-    this.resolve({ status, usage, upstreamMs: this.upstreamMs, overheadMs: this.overheadMs, streamed: this.mode === 'stream', streamedText, dispatched: this.dispatched, error });
+    this.resolve({ status, usage, upstreamMs: this.upstreamMs, overheadMs: this.overheadMs, streamed: this.mode === 'stream', streamedText, dispatched: this.dispatched, error, replyJson });
   }
 }
 

@@ -3,7 +3,7 @@ import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { InspectorRing } from './ring.js';
 import { RetryDetector } from './retry.js';
-import { buildRecord, type FinishedRequest } from './row.js';
+import { buildRecord, type FinishedRequest, type RequestRow, type StoredArms } from './row.js';
 import type { StreamWriter } from './stream-writer.js';
 
 /** Where accounting hands every finished request. */
@@ -12,10 +12,17 @@ export interface RowSink {
   finished(request: FinishedRequest, answer?: ResponseMeta): void;
 }
 
+export interface TelemetryRowsOptions {
+  /** the arms of skills the engine did not report, by the key's stored modes */
+  storedArms?: StoredArms;
+  /** also handed every row (the process's scorecard window, without a durable store) */
+  onRow?: (row: RequestRow) => void;
+}
+
 /**
  * The telemetry fan-out: one finished request becomes one row and decision
  * record, kept in the process's ring, queued for the Redis streams (when
- * configured) and counted in the metrics. Nothing here waits; a fault in it
+ * configured), counted in the metrics and handed to `onRow`. Nothing here waits; a fault in it
  * is logged and never reaches the request.
  */
 export class TelemetryRows implements RowSink {
@@ -26,15 +33,17 @@ export class TelemetryRows implements RowSink {
     private readonly writer: StreamWriter | undefined,
     private readonly metrics: Metrics,
     private readonly log: Logger,
+    private readonly opts: TelemetryRowsOptions = {},
   ) {}
 
   finished(f: FinishedRequest, answer?: ResponseMeta): void {
     try {
       const now = Date.now();
-      const { row, decision } = buildRecord(f, this.retries.isRetry(f.keyId, f.headers, f.bodyHash, now), now);
+      const { row, decision } = buildRecord(f, this.retries.isRetry(f.keyId, f.headers, f.bodyHash, now), now, this.opts.storedArms);
       this.ring.push({ row, decision, lines: f.lines });
       this.writer?.append(row, decision);
       this.metrics.recordRow(row, f.ttfbMs, decision.skills);
+      this.opts.onRow?.(row);
       if (answer) {
         answer.keyId = row.key_id;
         answer.upstreamStatus = f.status;

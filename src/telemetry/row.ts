@@ -57,7 +57,38 @@ export interface FinishedRequest {
   lines: RequestLines | undefined;
   /** the self-hosted destination that served the call (absent for a vendor) */
   destination?: { destination_id: string; model_serving_route: string } | undefined;
+  /** the reply's tool calls validate against the request's declared tools; null or absent when not measured */
+  toolFidelity?: boolean | null;
 }
+
+/** The figures of a skill's report detail that the scorecard sums, kept in the durable row. */
+export type SkillFigures = {
+  tokens_saved?: number;
+  usd_saved?: number;
+  /** one fold's net dollars (agent_trajectory_compaction) */
+  ledger_usd?: number;
+  /** a shadow cache lookup's stored reply differed from the live one */
+  false_hit?: boolean;
+  /** a shadow stage's would-be outcome */
+  decision?: string;
+  /** redactions by kind */
+  kinds?: Record<string, number>;
+};
+
+/** One skill's part in a request as its row keeps it. */
+export interface SkillColumn {
+  /** treatment, control or shadow */
+  arm: string;
+  /** the engine's outcome; `unreported` when only the key's stored mode gave the arm */
+  outcome: string;
+  detail?: SkillFigures;
+}
+
+/**
+ * The arms a request is in by its key's stored skill modes, skill → arm (the
+ * engine's own draw): a row has them even for skills the engine did not report.
+ */
+export type StoredArms = (keyId: string, sessionId: string | undefined, requestId: string) => ReadonlyArray<readonly [skill: string, arm: string]>;
 
 /** The durable row: every column the durable list, the single read and usage answer from. */
 export interface RequestRow {
@@ -95,7 +126,9 @@ export interface RequestRow {
   overhead_ms: number | null;
   retry: boolean;
   usage_estimated: boolean;
-  skills: Record<string, { arm: string; outcome: string }>;
+  /** the reply's tool calls validate against the request's declared tools; null when not measured */
+  tool_fidelity: boolean | null;
+  skills: Record<string, SkillColumn>;
 }
 
 export interface StageTiming {
@@ -171,11 +204,54 @@ export function parseStages(header: string): StageTiming[] {
   });
 }
 
-/** The row and decision record of a finished request; `retry` is decided by the caller (it needs the key's recent bodies). */
-export function buildRecord(f: FinishedRequest, retry: boolean, now: number): { row: RequestRow; decision: DecisionRecord } {
+const FIGURE_NUMBERS = ['tokens_saved', 'usd_saved', 'ledger_usd'] as const;
+
+/** a report's detail, which accounting hands over as JSON text */
+function detailOf(detail: string | undefined): unknown {
+  if (detail === undefined) return undefined;
+  try {
+    return JSON.parse(detail) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The summed figures of a skill's report (its detail, when an object, and its tokens_saved); undefined when none. */
+function figuresOf(s: SkillOutcome): SkillFigures | undefined {
+  const out: SkillFigures = {};
+  const d = detailOf(s.detail);
+  if (typeof d === 'object' && d !== null) {
+    const detail = d as Record<string, unknown>;
+    for (const name of FIGURE_NUMBERS) if (typeof detail[name] === 'number') out[name] = detail[name];
+    if (typeof detail['false_hit'] === 'boolean') out.false_hit = detail['false_hit'];
+    if (typeof detail['decision'] === 'string') out.decision = detail['decision'];
+    const kinds = detail['kinds'];
+    if (typeof kinds === 'object' && kinds !== null) out.kinds = Object.fromEntries(Object.entries(kinds).filter((e): e is [string, number] => typeof e[1] === 'number'));
+  }
+  if (out.tokens_saved === undefined && s.tokens_saved !== undefined) out.tokens_saved = s.tokens_saved;
+  return Object.keys(out).length === 0 ? undefined : out;
+}
+
+/** The row's skills column: the key's stored-mode arms, overridden by what the engine reported. */
+function skillColumns(f: FinishedRequest, storedArms: StoredArms | undefined): Record<string, SkillColumn> {
+  const skills: Record<string, SkillColumn> = {};
+  // the session id as sent, as the engine draws with it
+  if (storedArms) for (const [skill, arm] of storedArms(f.keyId, f.headers[DIMENSION_HEADERS.session_id], f.requestId)) skills[skill] = { arm, outcome: 'unreported' };
+  for (const s of f.skills) {
+    const detail = figuresOf(s);
+    skills[s.skill] = detail === undefined ? { arm: s.arm, outcome: s.outcome } : { arm: s.arm, outcome: s.outcome, detail };
+  }
+  return skills;
+}
+
+/**
+ * The row and decision record of a finished request; `retry` is decided by the
+ * caller (it needs the key's recent bodies). `storedArms` fills the arms of
+ * skills the engine did not report.
+ */
+export function buildRecord(f: FinishedRequest, retry: boolean, now: number, storedArms?: StoredArms): { row: RequestRow; decision: DecisionRecord } {
   const h = f.headers;
-  const skills: RequestRow['skills'] = {};
-  for (const s of f.skills) skills[s.skill] = { arm: s.arm, outcome: s.outcome };
+  const skills = skillColumns(f, storedArms);
   const tokensSaved = f.skills.reduce((n, s) => n + (s.tokens_saved ?? 0), 0);
   const routedModel = f.usage?.model ?? f.model ?? null;
   const row: RequestRow = {
@@ -213,6 +289,7 @@ export function buildRecord(f: FinishedRequest, retry: boolean, now: number): { 
     overhead_ms: f.overheadMs === undefined ? null : round2(f.overheadMs),
     retry,
     usage_estimated: f.usageEstimated,
+    tool_fidelity: f.toolFidelity ?? null,
     skills,
   };
   const decision: DecisionRecord = {

@@ -1,6 +1,6 @@
 import type { DecisionRecord, RequestRow } from './row.js';
 
-type Kind = 'str' | 'str?' | 'num' | 'num?' | 'bool' | 'json';
+type Kind = 'str' | 'str?' | 'num' | 'num?' | 'bool' | 'bool?' | 'json';
 
 /**
  * How each column of a row is kept in its stream entry: one field per column
@@ -42,13 +42,14 @@ const COLUMNS: ReadonlyArray<readonly [keyof RequestRow, Kind]> = [
   ['overhead_ms', 'num?'],
   ['retry', 'bool'],
   ['usage_estimated', 'bool'],
+  ['tool_fidelity', 'bool?'],
   ['skills', 'json'],
 ];
 const DECISION_FIELD = 'decision';
 
 const encode = (v: unknown, kind: Kind): string => {
   if (v === null) return '';
-  if (kind === 'bool') return v ? '1' : '0';
+  if (kind === 'bool' || kind === 'bool?') return v ? '1' : '0';
   if (kind === 'json') return JSON.stringify(v);
   return String(v);
 };
@@ -65,6 +66,8 @@ const decode = (v: string, kind: Kind): unknown => {
       return v === '' ? null : Number(v);
     case 'bool':
       return v === '1';
+    case 'bool?':
+      return v === '' ? null : v === '1';
     case 'json':
       return JSON.parse(v) as unknown;
   }

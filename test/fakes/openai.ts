@@ -14,6 +14,10 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor, type Recorded } from
  * - `big_<bytes>`: a completion whose content is that many bytes
  * - `bigstream_<chunks>`: a stream of that many 64 KiB content chunks, written
  *   with the socket's backpressure honoured (`streamsFinished` counts completions)
+ * - `…good_tools`: a tool call of the first declared tool whose arguments give
+ *   each required property a value of its declared type
+ * - `…bad_tools`: a tool call of the first declared tool whose arguments give
+ *   each required property a value of the wrong type (violating the schema)
  * anything else answers normally (streaming when `stream: true`).
  */
 export interface FakeOpenAI extends FakeVendor {
@@ -27,7 +31,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     if (!req.url.startsWith('/v1/chat/completions')) {
       return sendJson(res, 404, { error: { message: `Unknown request URL: POST ${req.url}`, type: 'invalid_request_error', param: null, code: 'unknown_url' } });
     }
-    const body = JSON.parse(req.body.toString('utf8')) as { model: string; stream?: boolean; stream_options?: { include_usage?: boolean } };
+    const body = JSON.parse(req.body.toString('utf8')) as { model: string; stream?: boolean; stream_options?: { include_usage?: boolean }; tools?: DeclaredTool[] };
     const model = body.model;
     const slow = /^slow_(\d+)$/.exec(model);
     if (slow) await sleep(Number(slow[1]));
@@ -45,6 +49,8 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       res.writeHead(200, { 'content-type': 'application/json' });
       return void res.end('{"id":"chatcmpl-trunc","object":"chat.comp');
     }
+    const tools = /(good|bad)_tools$/.exec(model);
+    if (tools && body.tools?.[0]) return sendJson(res, 200, toolCallCompletion(model, body.tools[0], tools[1] === 'good'));
     const big = /^big_(\d+)$/.exec(model);
     if (big) return sendJson(res, 200, completion(model, 'x'.repeat(Number(big[1]))));
     const bigStream = /^bigstream_(\d+)$/.exec(model);
@@ -88,6 +94,33 @@ export function completion(model: string, content = 'Hello from the fake.') {
     choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: 'stop' }],
     usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17, prompt_tokens_details: { cached_tokens: 2 } },
     system_fingerprint: 'fp_fake',
+  };
+}
+
+interface DeclaredTool {
+  function: { name: string; parameters?: { properties?: Record<string, { type?: string }>; required?: string[] } };
+}
+
+const VALUE_OF_TYPE: Record<string, unknown> = { string: 'x', number: 1, integer: 1, boolean: true, array: [], object: {} };
+
+/** A completion calling `tool`: its required properties get a value of their declared type, or (`faithful` false) of another type. */
+function toolCallCompletion(model: string, tool: DeclaredTool, faithful: boolean) {
+  const { name, parameters } = tool.function;
+  const args: Record<string, unknown> = {};
+  for (const prop of parameters?.required ?? []) {
+    const type = parameters?.properties?.[prop]?.type ?? 'string';
+    args[prop] = faithful ? VALUE_OF_TYPE[type] : type === 'string' ? 42 : 'not-a-' + type;
+  }
+  return {
+    ...completion(model),
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 'call_fake1', type: 'function', function: { name, arguments: JSON.stringify(args) } }] },
+        logprobs: null,
+        finish_reason: 'tool_calls',
+      },
+    ],
   };
 }
 

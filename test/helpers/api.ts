@@ -56,9 +56,9 @@ export interface ReplicaPairOverFake extends ReplicaPair {
 }
 
 /** Two replicas sharing one Redis namespace, in front of one fake OpenAI; close() stops all three. */
-export async function startReplicaPairOverFakeOpenAI(bootstrap: Bootstrap): Promise<ReplicaPairOverFake> {
+export async function startReplicaPairOverFakeOpenAI(bootstrap: Bootstrap, env: Record<string, string> = {}): Promise<ReplicaPairOverFake> {
   const fake = await startFakeOpenAI();
-  const pair = await startReplicaPair(bootstrap, { GW_UPSTREAM_OPENAI: fake.origin });
+  const pair = await startReplicaPair(bootstrap, { ...env, GW_UPSTREAM_OPENAI: fake.origin });
   return {
     ...pair,
     fake,

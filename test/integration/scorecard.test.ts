@@ -4,13 +4,14 @@ import { Redis } from 'ioredis';
 import type { ScorecardRow } from '../../src/lifecycle/rows.js';
 import { redisKeys } from '../../src/stores/redis/prefixes.js';
 import { call, startReplicaPair, type ReplicaPair } from '../helpers/api.js';
+import { feedRows } from '../helpers/durable-rows.js';
 import { CONFIG_SECRET, devKeySecret, REDIS_URL, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 import { eventually } from '../helpers/wait.js';
 
 /**
- * The request pipeline does not yet hand finished requests to the scorecard,
- * so these tests feed rows through the process window's record(): the same
- * entry accounting will call.
+ * These tests feed chosen rows where the scorecards read them (the process
+ * window, or the durable row stream with Redis), to reach outcomes that need
+ * skill reports; scorecard-traffic.test.ts drives scorecards by real requests.
  */
 
 const ACME = devKeySecret('sc-acme');
@@ -118,7 +119,7 @@ for (const redis of [false, true]) {
 
     it('is idempotent per id, the last word counts, and feeds task success and goodput of the tenant only', async () => {
       const rows = (session: string, arm: string) => Array.from({ length: 4 }, () => rowOf(keyId, 'semantic_cache', arm, { session_id: session }));
-      for (let i = 0; i < 6; i++) for (const r of [...rows(`t-${i}`, 'treatment'), ...rows(`c-${i}`, 'control')]) gw.gateway.scorecardRows.record(r);
+      await feedRows(gw, Array.from({ length: 6 }, (_, i) => [...rows(`t-${i}`, 'treatment'), ...rows(`c-${i}`, 'control')]).flat());
       for (let i = 0; i < 6; i++) {
         assert.equal((await call(gw, '/v1/feedback', { key: ACME, body: { session_id: `t-${i}`, outcome: 'success' } })).status, 200);
         assert.equal((await call(gw, '/v1/feedback', { key: ACME, body: { session_id: `t-${i}`, outcome: 'success' } })).status, 200);
@@ -160,14 +161,13 @@ describe('breaker sweep with two replicas on one Redis', () => {
     // unarmed skill tripping the same way: advisory only, never rolled back
     assert.equal((await call(pair.a, '/api/v1/tenant/acme/skills/prompt_compaction/lifecycle', { key: ACME, body: { key_id: 'dk-acme', mode: 'prod' } })).status, 200);
     await eventually(async () => (await modeOf(FOLD)) === 'canary:50', 'the mode to reach the second replica');
-    // both replicas served failing requests; whichever holds the lease judges from its own window
-    for (const gw of [pair.a, pair.b]) {
-      for (let i = 0; i < 25; i++) {
-        gw.gateway.scorecardRows.record(rowOf(keyId, FOLD, 'treatment', { outcome: 'ceiling_exceeded', relay_reason: 'fail_open' }));
-        gw.gateway.scorecardRows.record(rowOf(keyId, FOLD, 'control'));
-        gw.gateway.scorecardRows.record(rowOf(keyId, 'prompt_compaction', 'treatment', { outcome: 'error' }));
-      }
-    }
+    // failing requests in the durable rows both replicas read: whichever holds the lease judges the same
+    const failing = Array.from({ length: 25 }, () => [
+      rowOf(keyId, FOLD, 'treatment', { outcome: 'ceiling_exceeded', relay_reason: 'fail_open' }),
+      rowOf(keyId, FOLD, 'control'),
+      rowOf(keyId, 'prompt_compaction', 'treatment', { outcome: 'error' }),
+    ]).flat();
+    await feedRows(pair.a, failing);
     await eventually(async () => (await modeOf(FOLD)) === 'rolled_back', 'the sweep to roll the key back');
     const list = async () => (await redis.lrange(redisKeys(pair.a.redisPrefix ?? '').transitions(keyId, FOLD), 0, -1)).map((t) => JSON.parse(t) as Record<string, string>);
     await eventually(async () => (await list()).length === 2, 'the rollback in the history');
