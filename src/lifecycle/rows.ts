@@ -4,6 +4,7 @@
  * scorecard reads (same names), plus each skill's report detail and the
  * reply's tool-call fidelity.
  */
+import type { RequestRow } from '../telemetry/row.js';
 
 /** One skill's part in a request: its arm, its outcome and what it reported. */
 export interface RowSkill {
@@ -20,30 +21,27 @@ export interface RowSkill {
   detail?: Readonly<Record<string, unknown>>;
 }
 
-export interface ScorecardRow {
-  request_id: string;
-  /** ISO 8601 */
-  ts: string;
-  tenant_id: string;
-  key_id: string;
-  session_id: string | null;
-  task_id: string | null;
-  status: number;
-  latency_ms: number;
-  overhead_ms: number | null;
-  cost_usd: number;
-  tokens_in: number;
-  tokens_out: number;
-  tokens_saved: number;
-  /** the client repeated this request (x-stainless-retry-count, or the same body within 60 s) */
-  retry: boolean;
-  /** `fail_open` when the request was relayed by direct_passthrough */
-  relay_reason: string | null;
-  error_detail: string | null;
-  /** the reply's tool calls validate against the request's declared tools; null when none were declared */
-  tool_fidelity: boolean | null;
-  skills: Readonly<Record<string, RowSkill>>;
-}
+/** The durable row's columns the scorecard reads (same names and types), with each skill's report. */
+export type ScorecardRow = Pick<
+  RequestRow,
+  | 'request_id'
+  | 'ts'
+  | 'tenant_id'
+  | 'key_id'
+  | 'session_id'
+  | 'task_id'
+  | 'status'
+  | 'latency_ms'
+  | 'overhead_ms'
+  | 'cost_usd'
+  | 'tokens_in'
+  | 'tokens_out'
+  | 'tokens_saved'
+  | 'retry'
+  | 'relay_reason'
+  | 'error_detail'
+  | 'tool_fidelity'
+> & { skills: Readonly<Record<string, RowSkill>> };
 
 export interface RowQuery {
   /** rows at or after this time (ms since the epoch) */
