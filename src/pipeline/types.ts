@@ -139,6 +139,8 @@ export type { RowSink } from '../telemetry/row-sink.js';
 export interface RequestFacts {
   /** x-gw-served-by of the reply: `pipeline`, or `direct_passthrough` when the gateway's own stages failed open; undefined before dispatch */
   readonly servedBy: string | undefined;
+  /** what each skill stage did on this request (the engine's reports, as they arrive) */
+  readonly skills: SkillReports;
 }
 
 /** Where a call to a self-hosted model went: the row names it. */

@@ -3,7 +3,7 @@ import type { Presented } from '../http/credentials.js';
 import type { GatewayRequest, Route } from '../http/types.js';
 import { parseJsonObject } from '../http/validate.js';
 import type { Pipeline } from '../pipeline/index.js';
-import type { Candidate, Planner, RequestFacts } from '../pipeline/types.js';
+import type { Candidate, Planner, RequestFacts, SkillRecord } from '../pipeline/types.js';
 import type { Operation } from '../providers/adapter.js';
 import { lookupModel } from '../providers/catalog.js';
 import type { Providers } from '../providers/index.js';
@@ -21,16 +21,25 @@ const surface = SURFACES.execute;
 const CHAT: Operation = { op: 'chat_completions' };
 
 /**
- * `trace.skills`: one entry per per-key skill and one for guardrails. No
- * skill stage runs on this surface yet, so each reports its effective mode
- * for this request and that it was skipped; one that is not off says why.
+ * `trace.skills`: one entry per per-key skill and one for guardrails, read at
+ * reply time from the request's skill reports (the engine's, in one place on
+ * the exchange). A per-key skill without a report was off for this request,
+ * or has no stage on this gateway: it reads `skipped` with its effective mode.
+ * The guardrails entry is the regex stage's report, the classifier's in its detail.
  */
-function traceSkills(modes: Readonly<Record<SkillId, StoredMode>>): Array<Record<string, unknown>> {
-  const notRun = (what: string) => ({ reason: `not evaluated: ${what} not running on this gateway yet` });
-  return [
-    ...PER_KEY_SKILLS.map((skill) => ({ skill, mode: modes[skill], arm: null, outcome: 'skipped', ms: 0, detail: modes[skill] === 'off' ? null : notRun('the skill stages are') })),
-    { skill: 'guardrails', mode: 'on', arm: null, outcome: 'skipped', ms: 0, detail: notRun('the guardrail stages are') },
-  ];
+function traceSkills(modes: Readonly<Record<SkillId, StoredMode>>, reports: readonly SkillRecord[]): Array<Record<string, unknown>> {
+  const reported = new Map(reports.map((r) => [r.skill, r]));
+  const entry = (r: SkillRecord, mode: string) => ({ skill: r.skill, mode, arm: r.arm, outcome: r.outcome, ms: r.ms, detail: r.detail ?? null });
+  const perKey = PER_KEY_SKILLS.map((skill) => {
+    const r = reported.get(skill);
+    return r ? entry(r, modes[skill]) : { skill, mode: modes[skill], arm: null, outcome: 'skipped', ms: 0, detail: null };
+  });
+  const regex = reported.get('guardrails');
+  const classifier = reported.get('guardrails_model');
+  const guardrails = regex
+    ? { ...entry(regex, 'on'), skill: 'guardrails', detail: { ...regex.detail, ...(classifier && { classifier: { outcome: classifier.outcome, mode: classifier.mode, ...classifier.detail } }) } }
+    : { skill: 'guardrails', mode: 'on', arm: null, outcome: 'skipped', ms: 0, detail: null };
+  return [...perKey, guardrails];
 }
 
 /** A translator's 400 names a chat-completions field: it is renamed to where it sits in the execute envelope. */
@@ -53,7 +62,7 @@ interface ExecuteCall {
   providers: Providers;
   presented: Presented;
   facts: RequestFacts;
-  skills: Array<Record<string, unknown>>;
+  modes: Readonly<Record<SkillId, StoredMode>>;
 }
 
 /** The provider of one candidate model: the catalog's, or for a name it does not know the caller's `target.provider`, else openai. */
@@ -69,7 +78,7 @@ function providerOf(model: string, asked: ProviderId | undefined): ProviderId {
  * neither is a 400 naming the candidate's field).
  */
 function candidate(call: ExecuteCall, model: string, attempt: number): Candidate {
-  const { req, body, providers, presented, facts, skills } = call;
+  const { req, body, providers, presented, facts, modes } = call;
   const field = attempt === 0 ? 'target.model' : `target.fallbacks.${attempt - 1}`;
   const provider = providerOf(model, attempt === 0 ? body.target?.provider : undefined);
   const created = Math.floor(Date.now() / 1000);
@@ -79,7 +88,7 @@ function candidate(call: ExecuteCall, model: string, attempt: number): Candidate
     created,
     model,
     provider,
-    trace: () => ({ served_by: facts.servedBy, stages: req.stages.durations(), route, skills }),
+    trace: () => ({ served_by: facts.servedBy, stages: req.stages.durations(), route, skills: traceSkills(modes, facts.skills.list) }),
   };
   const chat = chatBodyOf(body, model);
   const translate = chatTranslator(provider);
@@ -115,7 +124,7 @@ const plan = (keySkills: KeySkills): Planner => (req, { providers, presented, ca
   );
   const model = body.target?.model;
   if (model === undefined) throw new GatewayError('onboarding_incomplete', 'target.model: no model given, and no model router is configured');
-  const call: ExecuteCall = { req, body, providers, presented, facts, skills: traceSkills(modes) };
+  const call: ExecuteCall = { req, body, providers, presented, facts, modes };
   const [first, ...fallbacks] = [model, ...(body.target?.fallbacks ?? [])].map((m, i) => candidate(call, m, i)) as [Candidate, ...Candidate[]];
   const timeoutMs = body.execution?.timeout_ms;
   return { ...first, ...(fallbacks.length > 0 && { fallbacks }), ...(timeoutMs !== undefined && { deadlineMs: timeoutMs }) };

@@ -149,7 +149,7 @@ describe('POST /v1/execute', () => {
       assert.equal(r.headers.get('x-gw-error'), null);
     });
 
-    it('traces every per-key skill and guardrails with its effective mode, skipped while no skill stage runs', async () => {
+    it('traces every per-key skill and guardrails with its effective mode, and the engine report of each stage that ran', async () => {
       const r = await execute({ input: HELLO, target: { model: 'gpt-4o-mini' }, skill_overrides: { semantic_cache: 'prod' } }, { 'x-gw-skills': 'pii_redaction=shadow, semantic_cache=off' });
       assert.equal(r.status, 200);
       const trace = r.json['trace'] as Json;
@@ -167,12 +167,28 @@ describe('POST /v1/execute', () => {
       assert.equal(bySkill.get('semantic_cache')?.['mode'], 'prod');
       assert.equal(bySkill.get('pii_redaction')?.['mode'], 'shadow');
       assert.deepEqual(bySkill.get('model_routing'), { skill: 'model_routing', mode: 'off', arm: null, outcome: 'skipped', ms: 0, detail: null });
+      // no stage for these on this gateway: skipped with their effective mode
+      assert.equal(bySkill.get('semantic_cache')?.['outcome'], 'skipped');
+      assert.equal(bySkill.get('pii_redaction')?.['outcome'], 'skipped');
+      // the guardrails ran on the prompt (the regex stage found nothing) and say so, with the classifier's score in shadow
       const guard = bySkill.get('guardrails') as Json;
       assert.equal(guard['mode'], 'on');
-      assert.equal(guard['outcome'], 'skipped');
-      assert.match(String(guard['detail']['reason']), /not running/);
-      for (const s of skills) assert.equal(s['outcome'], 'skipped');
+      assert.equal(guard['outcome'], 'miss');
+      assert.deepEqual(guard['detail']['detected'], []);
+      assert.equal(typeof guard['ms'], 'number');
     });
+
+    it("traces an acting skill's own report: its mode, arm and outcome", async () => {
+      const r = await execute({ input: HELLO, target: { model: 'gpt-4o-mini' }, skill_overrides: { prompt_compaction: 'prod' } });
+      assert.equal(r.status, 200);
+      const skills = (r.json['trace'] as Json)['skills'] as Json[];
+      const compaction = skills.find((s) => s['skill'] === 'prompt_compaction') as Json;
+      assert.equal(compaction['mode'], 'prod');
+      assert.equal(compaction['arm'], 'treatment');
+      assert.ok(['applied', 'skipped'].includes(compaction['outcome']), String(compaction['outcome']));
+    });
+
+
 
     it('streams typed events: started, deltas, completed with the whole reply; no [DONE]', async () => {
       const n = openai.received.length;
