@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { PATIENCE_MS, eventually } from '../helpers/wait.js';
+import { eventually } from '../helpers/wait.js';
+import { rawExchange as exchange } from '../helpers/raw-http.js';
 
 /**
  * Request hygiene at the front, over raw sockets. What this uWS build does on
@@ -18,42 +19,6 @@ import { PATIENCE_MS, eventually } from '../helpers/wait.js';
  * `chunked`, and bodies past GW_MAX_BODY_BYTES.
  */
 const MAX_BODY = 4096;
-
-interface RawReply {
-  text: string;
-  closed: boolean;
-}
-
-interface ExchangeOptions {
-  /** resolve as soon as what was read satisfies this (an answer on a connection that stays open) */
-  until?: (text: string) => boolean;
-  /** resolve after this long with the connection still open: only for what must not happen */
-  waitMs?: number;
-}
-
-/** Writes `payload` on a fresh connection; resolves when the server closes it, when `until` holds, or after `waitMs`. */
-function exchange(port: number, payload: string | Buffer, { until, waitMs = PATIENCE_MS }: ExchangeOptions = {}): Promise<RawReply> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    const parts: Buffer[] = [];
-    let done = false;
-    const finish = (closed: boolean) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ text: Buffer.concat(parts).toString('latin1'), closed });
-    };
-    const timer = setTimeout(() => finish(false), waitMs);
-    socket.on('data', (d: Buffer) => {
-      parts.push(d);
-      if (until?.(Buffer.concat(parts).toString('latin1'))) finish(false);
-    });
-    socket.on('error', () => finish(true));
-    socket.on('close', () => finish(true));
-    socket.write(payload);
-  });
-}
 
 const statuses = (text: string): number[] => [...text.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
 
