@@ -2,7 +2,7 @@ import type { Presented } from '../http/credentials.js';
 import type { GatewayRequest, ResponseSink, Surface } from '../http/types.js';
 import type { Caller } from '../tenancy/types.js';
 import type { RelayOutcome } from './relay.js';
-import { ADMITTED, type Admission, type Call, type Plan, type RequestFacts, type RouteRow, type ServedBy, type SkillReports, type StageName } from './types.js';
+import { ADMITTED, type Admission, type Call, type Plan, type RequestFacts, type RouteRow, type ServedBy, type SkillChoices, type SkillReports, type StageName } from './types.js';
 
 /** One request's way through the stages: what each stage learnt, in one object per request. */
 export class Exchange implements RequestFacts {
@@ -19,6 +19,8 @@ export class Exchange implements RequestFacts {
   servedBy: string | undefined;
   /** the last attempt failed before the caller got a byte and was held back: the next candidate is tried */
   heldBack = false;
+  /** the route's reading of the request's skill choices (the native envelope's), for the skills stage */
+  skillChoices: SkillChoices | undefined;
   /** what each skill stage did (the trace, the headers and the row read it here) */
   readonly skills: SkillReports = { list: [], settled: undefined };
   /** where the provider credential came from, once resolved */

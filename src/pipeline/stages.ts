@@ -39,6 +39,7 @@ export const planStage = (providers: Providers): Stage<Exchange> => ({
 function adopt(ex: Exchange, plan: Plan): Verdict {
   const caller = ex.caller as NonNullable<Exchange['caller']>;
   ex.res.meta.tenant = caller.org.org_id;
+  ex.skillChoices = plan.skillChoices;
   if (plan.deadlineMs !== undefined) ex.res.shortenDeadline(plan.deadlineMs, `no response began within the request's own limit of ${plan.deadlineMs} ms`);
   tryCandidate(ex, plan);
   return CONTINUE;

@@ -120,6 +120,8 @@ export interface SkillInput {
   readonly res: Pick<ResponseSink, 'extraHeaders' | 'started'>;
   /** where the stage records what each skill did */
   readonly skills: SkillReports;
+  /** the route's reading of the request's skill choices, when it made one */
+  readonly skillChoices: SkillChoices | undefined;
 }
 
 /** The skills seam: the skill engine implements it; the default reports nothing and changes nothing. */
@@ -214,6 +216,13 @@ export interface Candidate {
 }
 
 /** How a route sends one call, as its planner decides from the request. */
+/** A request's own skill choices as its route already read them (the native envelope's), so the skills stage need not parse the body again. */
+export interface SkillChoices {
+  /** per-request modes by skill, validated and checked against the key's locks */
+  readonly overrides: Readonly<Record<string, 'off' | 'shadow' | 'prod'>>;
+  readonly sessionId?: string;
+}
+
 export interface Plan extends Candidate {
   /**
    * Candidates tried in order, each as its own call (skills, metering,
@@ -224,6 +233,7 @@ export interface Plan extends Candidate {
   fallbacks?: readonly Candidate[];
   /** the caller's own limit (ms) on the wait for the answer to begin: past it, 504 gateway_timeout */
   deadlineMs?: number;
+  skillChoices?: SkillChoices;
 }
 
 export type Planner = (req: GatewayRequest, input: PlanInput) => Plan | Promise<Plan>;

@@ -33,20 +33,8 @@ const RUNS_ON: Readonly<Record<string, (req: GatewayRequest) => boolean>> = {
   cloudx: (req) => CLOUDX_CHAT.test(req.path),
 };
 
-/** `x-gw-session`; on /v1/execute `metadata.session_id` wins. */
+/** `x-gw-session`; on /v1/execute the route's reading of `metadata.session_id` wins. */
 const SESSION = 'x-gw-session';
-
-interface NativeFields {
-  overrides?: { value: unknown; field: string };
-  sessionId?: string;
-}
-
-/** The native envelope's `skill_overrides` and `metadata.session_id` (its route has validated the body's shape). */
-function nativeFields(body: Buffer): NativeFields {
-  const parsed = JSON.parse(body.toString('utf8')) as { skill_overrides?: unknown; metadata?: { session_id?: unknown } };
-  const session = parsed.metadata?.session_id;
-  return { overrides: { value: parsed.skill_overrides, field: 'skill_overrides' }, ...(typeof session === 'string' && { sessionId: session }) };
-}
 
 export class EngineSkillsStage implements SkillsStage {
   constructor(
@@ -57,10 +45,11 @@ export class EngineSkillsStage implements SkillsStage {
   run(input: SkillInput): Verdict | Promise<Verdict> {
     const { req, surface, call } = input;
     if (surface.leversOff || RUNS_ON[surface.id]?.(req) !== true) return CONTINUE;
-    const native = surface.id === 'execute' ? nativeFields(req.body) : undefined;
-    const overrides: SkillOverrides = parseSkillOverrides(req.headers['x-gw-skills'], native?.overrides);
-    if (Object.keys(overrides).length > 0) refuseLocked(overrides, this.configs.config(call.key.key_id));
-    const sessionId = native?.sessionId ?? req.headers[SESSION];
+    // a route that read the request's skill choices itself (the native envelope) has validated them and checked the locks
+    const chosen = input.skillChoices;
+    const overrides: SkillOverrides = chosen ? (chosen.overrides as SkillOverrides) : parseSkillOverrides(req.headers['x-gw-skills']);
+    if (!chosen && Object.keys(overrides).length > 0) refuseLocked(overrides, this.configs.config(call.key.key_id));
+    const sessionId = chosen?.sessionId ?? req.headers[SESSION];
     req.stages.begin('skills');
     return this.engine
       .run({ surface: surface.id, body: req.body, keyId: call.key.key_id, overrides, requestId: req.id, ...(sessionId !== undefined && { sessionId }) })

@@ -127,7 +127,9 @@ const plan = (keySkills: KeySkills): Planner => (req, { providers, presented, ca
   const call: ExecuteCall = { req, body, providers, presented, facts, modes };
   const [first, ...fallbacks] = [model, ...(body.target?.fallbacks ?? [])].map((m, i) => candidate(call, m, i)) as [Candidate, ...Candidate[]];
   const timeoutMs = body.execution?.timeout_ms;
-  return { ...first, ...(fallbacks.length > 0 && { fallbacks }), ...(timeoutMs !== undefined && { deadlineMs: timeoutMs }) };
+  const sessionId = body.metadata?.session_id;
+  const skillChoices = { overrides, ...(sessionId !== undefined && { sessionId }) };
+  return { ...first, ...(fallbacks.length > 0 && { fallbacks }), ...(timeoutMs !== undefined && { deadlineMs: timeoutMs }), skillChoices };
 };
 
 export const executeRoutes = (pipeline: Pipeline, keySkills: KeySkills): Route[] => pipeline.routes([{ method: 'POST', path: '/v1/execute', surface, plan: plan(keySkills) }]);
