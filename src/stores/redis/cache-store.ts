@@ -1,5 +1,5 @@
-import { Redis } from 'ioredis';
 import { BAND_DEPTH, type CacheCandidate, type CacheEntry, type CacheStore, type CachedReply, type StoredSignature } from '../cache.js';
+import { redisClient, type RedisClient, type RedisTarget } from './client.js';
 import type { RedisKeys } from './prefixes.js';
 
 export interface RedisCacheOptions {
@@ -51,15 +51,14 @@ function decodeSignature(raw: string): StoredSignature {
  * a call fails fast and the request is relayed.
  */
 export class RedisCacheStore implements CacheStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
 
   constructor(
-    url: string,
+    target: RedisTarget,
     private readonly keys: RedisKeys,
     private readonly opts: RedisCacheOptions,
   ) {
-    this.redis = new Redis(url, {
-      lazyConnect: true,
+    this.redis = redisClient(target, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       commandTimeout: opts.commandTimeoutMs ?? 250,

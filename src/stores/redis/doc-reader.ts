@@ -1,5 +1,5 @@
-import { Redis } from 'ioredis';
 import type { Collection } from '../types.js';
+import { redisClient, type RedisClient, type RedisTarget } from './client.js';
 import type { RedisKeys } from './prefixes.js';
 
 /**
@@ -9,13 +9,13 @@ import type { RedisKeys } from './prefixes.js';
  * moment ago). Callers bound the wait themselves.
  */
 export class RedisDocReader {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
 
   constructor(
-    url: string,
+    target: RedisTarget,
     private readonly keys: RedisKeys,
   ) {
-    this.redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    this.redis = redisClient(target, { maxRetriesPerRequest: 1 });
     // failed reads reject to their caller (a bounded store_timeout); the connection's own errors are expected while Redis is away
     this.redis.on('error', () => undefined);
   }

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { GatewayError } from '../../errors.js';
 import { COLLECTIONS, Mirror, STORE_WRITE_BOUND_MS, writeDeadline, type Collection, type DocStore, type DocWrite, type StoreLog, type WriteOptions } from '../types.js';
+import { describeTarget, redisClient, replicaHolds, settingOf, timeAt, type RedisClient, type RedisTarget } from './client.js';
 import { DOC_PUT_ALL_SCRIPT, DOC_SCRIPTS, OTHER_GENERATION_REPLY, PAST_DEADLINE_REPLY, RELEASE_LEASE_SCRIPT, type DocScript } from './doc-scripts.js';
+import { redisSubscriber, type Subscriber } from './subscriber.js';
 import { throttledWarn } from '../../telemetry/throttled-log.js';
 import type { RedisKeys } from './prefixes.js';
 
@@ -16,8 +17,10 @@ const RESYNC_RETRY_MS = 1000;
 const GENERATION_CHECK_MS = 1000;
 /** Long enough to write every document back; a replica that dies meanwhile leaves the restore to another once it lapses. */
 const RESTORE_LEASE_MS = 30_000;
+/** On a cluster, how long a write waits for a replica to confirm it has it (client.ts, replicaHolds). */
+const REPLICA_WAIT_MS = 1000;
 
-type ScriptedRedis = Redis &
+type ScriptedRedis = RedisClient &
   Record<DocScript, (hash: string, channel: string, marker: string, id: string, doc: string, message: string, deadline: string, generation: string) => Promise<number | string>> & {
     gwDocPutAll(numKeys: number, ...keysThenArgs: string[]): Promise<number>;
     gwReleaseLease(lease: string, holder: string): Promise<number>;
@@ -60,11 +63,14 @@ type RestoredMessage = [typeof RESTORED, string];
  * replica, the writer included, applies the messages in turn. A writer returns
  * once its own message came back: Redis has then delivered it to every
  * subscribed replica. After a reconnect of the subscriber (messages sent
- * meanwhile are lost) a replica reloads everything.
+ * meanwhile are lost) a replica reloads everything. Every key shares one hash
+ * tag, so on a Redis Cluster the whole store is one slot's, its scripts and
+ * transactions run there, and a write is acknowledged once a replica of that
+ * slot's master has it too (a failover does not take it away).
  */
 export class RedisDocStore extends Mirror implements DocStore {
   private readonly cmd: ScriptedRedis;
-  private readonly sub: Redis;
+  private readonly sub: Subscriber;
   private readonly origin = randomUUID();
   private readonly echoes = new Map<string, () => void>();
   private seq = 0;
@@ -81,23 +87,24 @@ export class RedisDocStore extends Mirror implements DocStore {
   private generationTimer: NodeJS.Timeout | undefined;
   private checkingGeneration = false;
   private readonly warnNotEchoed: (obj: object) => void;
+  private readonly warnUnreplicated: (obj: object) => void;
 
   constructor(
-    private readonly url: string,
+    private readonly target: RedisTarget,
     private readonly keys: RedisKeys,
     log?: StoreLog,
     private readonly hooks: RedisDocStoreHooks = {},
   ) {
     super(log);
     this.warnNotEchoed = throttledWarn(this.log, 'store change not echoed in time; applied locally');
-    const common = { lazyConnect: true, connectTimeout: CONNECT_TIMEOUT_MS } as const;
+    this.warnUnreplicated = throttledWarn(this.log, 'configuration write not confirmed by a replica in time; a failover of its master now could lose it');
     // connection names let an operator (and the tests) tell the store's connections apart in CLIENT LIST
-    this.cmd = new Redis(url, { ...common, connectionName: `${keys.docChannel}:cmd`, maxRetriesPerRequest: 1, commandTimeout: COMMAND_TIMEOUT_MS }) as ScriptedRedis;
+    this.cmd = redisClient(target, { connectTimeout: CONNECT_TIMEOUT_MS, connectionName: `${keys.docChannel}:cmd`, maxRetriesPerRequest: 1, commandTimeout: COMMAND_TIMEOUT_MS }) as ScriptedRedis;
     for (const [name, lua] of Object.entries(DOC_SCRIPTS)) this.cmd.defineCommand(name, { numberOfKeys: 3, lua });
     this.cmd.defineCommand('gwDocPutAll', { lua: DOC_PUT_ALL_SCRIPT });
     this.cmd.defineCommand('gwReleaseLease', { numberOfKeys: 1, lua: RELEASE_LEASE_SCRIPT });
     // resubscribing is ours to do: the reload must start only once the subscription is live again
-    this.sub = new Redis(url, { ...common, connectionName: `${keys.docChannel}:sub`, maxRetriesPerRequest: null, autoResubscribe: false });
+    this.sub = redisSubscriber(target, this.cmd, keys.docChannel, { connectTimeout: CONNECT_TIMEOUT_MS, connectionName: `${keys.docChannel}:sub` });
   }
 
   async start(): Promise<void> {
@@ -108,14 +115,16 @@ export class RedisDocStore extends Mirror implements DocStore {
       if (this.started && !this.closed) void this.resyncUntilDone();
     });
     try {
-      await Promise.all([this.cmd.connect(), this.sub.connect()]);
+      // the subscriber finds its node through the command connection's view of a cluster
+      await this.cmd.connect();
+      await this.sub.connect();
       await this.resync();
     } catch (err) {
       this.cmd.disconnect();
       this.sub.disconnect();
       // ioredis reports a refused connection as "Connection is closed"; the socket error says why
       const reason = (this.lastError ?? (err as Error)).message;
-      throw new Error(`GW_REDIS_URL: cannot use Redis at ${redactUrl(this.url)}: ${reason}`, { cause: err });
+      throw new Error(`${settingOf(this.target)}: cannot use Redis at ${describeTarget(this.target)}: ${reason}`, { cause: err });
     }
     this.started = true;
     this.generationTimer = setInterval(() => this.checkGeneration(), GENERATION_CHECK_MS);
@@ -170,11 +179,13 @@ export class RedisDocStore extends Mirror implements DocStore {
    * deadline, and no agreement between the two hosts' clocks is assumed. Past
    * the deadline already: nothing is sent. The script is sent once TIME
    * answered, so its command timeout ends no earlier than this deadline.
+   * TIME is asked of the node the write scripts run on: a cluster's nodes
+   * need not agree on the time either.
    */
   private async onRedisClock(deadline: number): Promise<string> {
     let now: number;
     try {
-      const [seconds, micros] = (await this.cmd.time()) as unknown as [string | number, string | number];
+      const [seconds, micros] = await timeAt(this.cmd, this.keys.docGeneration);
       now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     } catch (err) {
       throw new GatewayError('store_timeout', `the configuration store did not answer: ${(err as Error).message}`, { cause: err });
@@ -221,11 +232,21 @@ export class RedisDocStore extends Mirror implements DocStore {
       }
       return wrote === 0 ? false : String(wrote);
     }
-    if (!(await echo.arrived)) {
+    const [arrived] = await Promise.all([echo.arrived, this.replicated(changes)]);
+    if (!arrived) {
       this.warnNotEchoed({ changes: changes.map((c) => `${c.collection}/${c.id}`), waited_ms: ECHO_WAIT_MS });
       for (const c of changes) this.apply(c.collection, c.id, c.text === undefined ? undefined : JSON.parse(c.text));
     }
     return true;
+  }
+
+  /**
+   * On a cluster: waits (bounded) until a replica of the slot's master has the
+   * write. The write stands either way (it is in Redis and published); one a
+   * replica did not confirm is logged, since a failover right then loses it.
+   */
+  private async replicated(changes: readonly Change[]): Promise<void> {
+    if (!(await replicaHolds(this.cmd, this.keys.docGeneration, REPLICA_WAIT_MS))) this.warnUnreplicated({ changes: changes.map((c) => `${c.collection}/${c.id}`), waited_ms: REPLICA_WAIT_MS });
   }
 
   private expectEcho(token: string): { arrived: Promise<boolean>; cancel(): void } {
@@ -322,7 +343,8 @@ export class RedisDocStore extends Mirror implements DocStore {
       await this.sub.subscribe(this.keys.docChannel);
       let snapshot = await this.snapshot();
       if (this.generation === undefined && snapshot.generation === null) {
-        // first load of a new deployment (or of data written before markers): it gets its generation
+        // first load of a new deployment, of documents written before hash tags, or of data written before markers: it gets its generation
+        await this.adoptLegacy();
         await this.cmd.set(this.keys.docGeneration, randomUUID(), 'NX');
         snapshot = await this.snapshot();
       }
@@ -357,6 +379,33 @@ export class RedisDocStore extends Mirror implements DocStore {
     const [err, generation] = replies?.[COLLECTIONS.length] ?? [new Error('no reply')];
     if (err) throw err;
     return { docs: results, generation: generation as string | null, empty: results.every((d) => Object.keys(d).length === 0) };
+  }
+
+  /**
+   * Documents written by a version before the hash tags (`<prefix>doc:<collection>`,
+   * `<prefix>doc-generation`) are copied into the tagged keys, the marker last
+   * and only where none is yet, so an upgraded deployment (or a single node's
+   * data imported into a cluster) keeps its configuration. The old keys stay,
+   * for a rollback. Runs only while the tagged store has no marker, when every
+   * write is refused, so nothing written meanwhile is overwritten.
+   */
+  private async adoptLegacy(): Promise<void> {
+    const generation = await this.cmd.get(this.keys.legacyDocGeneration);
+    if (generation === null) return;
+    // one command per hash: on a cluster the old keys lie in slots of their own
+    const docs = await Promise.all(COLLECTIONS.map((c) => this.cmd.hgetall(this.keys.legacyDoc(c))));
+    await this.cmd.watch(this.keys.docGeneration);
+    if ((await this.cmd.get(this.keys.docGeneration)) !== null) {
+      await this.cmd.unwatch();
+      return;
+    }
+    const tx = this.cmd.multi();
+    COLLECTIONS.forEach((c, i) => {
+      const fields = Object.entries(docs[i] ?? {}).flat();
+      if (fields.length > 0) tx.hset(this.keys.doc(c), ...fields);
+    });
+    tx.set(this.keys.docGeneration, generation);
+    if ((await tx.exec()) !== null) this.log.warn({ generation, documents: docs.reduce((n, d) => n + Object.keys(d).length, 0) }, 'configuration documents of the layout before hash tags adopted');
   }
 
   /**
@@ -396,6 +445,7 @@ export class RedisDocStore extends Mirror implements DocStore {
       if (done === null) throw new RestorePending('the store changed during the restore');
       const failed = done.find(([err]) => err);
       if (failed) throw failed[0] as Error;
+      await this.replicated([]);
     } finally {
       await this.cmd.gwReleaseLease(this.keys.docRestoreLease, this.origin).catch(() => undefined);
     }
@@ -431,7 +481,7 @@ export class RedisDocStore extends Mirror implements DocStore {
   }
 
   /** Logs a lost connection once per outage rather than on every retry. */
-  private watch(conn: Redis, role: string): void {
+  private watch(conn: Pick<Subscriber, 'on'>, role: string): void {
     let down = false;
     conn.on('error', (err: Error) => {
       this.lastError = err;
@@ -446,12 +496,3 @@ export class RedisDocStore extends Mirror implements DocStore {
   }
 }
 
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'the configured URL';
-  }
-}

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { Redis } from 'ioredis';
 import type { CapPeriod, MeterAccount, MeterStore, PeriodFigures, ReserveRequest, ReserveResult, TokenBucketSpec, TokenGrant } from '../meter.js';
+import { redisClient, type RedisClient, type RedisTarget } from './client.js';
 import type { RedisKeys } from './prefixes.js';
 
 interface MeterCommands {
@@ -32,15 +32,14 @@ export interface RedisMeterOptions {
  * stages relay the call (fail-open).
  */
 export class RedisMeterStore implements MeterStore {
-  private readonly redis: Redis & MeterCommands;
+  private readonly redis: RedisClient & MeterCommands;
 
   constructor(
-    url: string,
+    target: RedisTarget,
     private readonly keys: RedisKeys,
     opts: RedisMeterOptions = {},
   ) {
-    const redis = new Redis(url, {
-      lazyConnect: true,
+    const redis = redisClient(target, {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       commandTimeout: opts.commandTimeoutMs ?? 1000,
@@ -53,7 +52,7 @@ export class RedisMeterStore implements MeterStore {
     redis.defineCommand('gwMeterFigures', { numberOfKeys: 1, lua: periodLua('meter-figures') });
     redis.defineCommand('gwMeterRenew', { numberOfKeys: 1, lua: lua('meter-renew') });
     redis.defineCommand('gwMeterTake', { numberOfKeys: 1, lua: lua('meter-take') });
-    this.redis = redis as Redis & MeterCommands;
+    this.redis = redis as RedisClient & MeterCommands;
   }
 
   async start(): Promise<void> {
