@@ -1,7 +1,8 @@
 import type { GatewayRequest, HeaderList } from '../http/types.js';
 import { CONTINUE, type SkillInput, type SkillsStage, type Verdict } from '../pipeline/types.js';
 import type { KeySkillConfig } from '../tenancy/skills.js';
-import { skillHeaders, type SkillEngine, type SkillReport, type SkillsRun, type SkillsVerdict } from './engine.js';
+import { skillHeaders, type SkillEngine, type SkillReport, type SkillsRun, type SkillsVerdict, type StageHalf } from './engine.js';
+import type { StageAnswer, StageContext } from './stage.js';
 import { parseSkillOverrides, refuseLocked, type SkillOverrides } from './overrides.js';
 
 /**
@@ -36,10 +37,19 @@ const RUNS_ON: Readonly<Record<string, (req: GatewayRequest) => boolean>> = {
 /** `x-gw-session`; on /v1/execute the route's reading of `metadata.session_id` wins. */
 const SESSION = 'x-gw-session';
 
+/** What the stage hands the engine besides the body: the requests' StageContext and the stages' main-thread halves. */
+export interface StageSupport {
+  /** the StageContext of a request (built only when a stage that reads it runs) */
+  context?: (input: SkillInput) => StageContext;
+  /** the main-thread half of one stage on a request, when the stage has one */
+  half?: (input: SkillInput, stage: string, acting: boolean) => StageHalf | undefined;
+}
+
 export class EngineSkillsStage implements SkillsStage {
   constructor(
     private readonly engine: SkillEngine,
     private readonly configs: SkillConfigSource,
+    private readonly support: StageSupport = {},
   ) {}
 
   run(input: SkillInput): Verdict | Promise<Verdict> {
@@ -51,8 +61,18 @@ export class EngineSkillsStage implements SkillsStage {
     if (!chosen && Object.keys(overrides).length > 0) refuseLocked(overrides, this.configs.config(call.key.key_id));
     const sessionId = chosen?.sessionId ?? req.headers[SESSION];
     req.stages.begin('skills');
+    const { context, half } = this.support;
     return this.engine
-      .run({ surface: surface.id, body: req.body, keyId: call.key.key_id, overrides, requestId: req.id, ...(sessionId !== undefined && { sessionId }) })
+      .run({
+        surface: surface.id,
+        body: req.body,
+        keyId: call.key.key_id,
+        overrides,
+        requestId: req.id,
+        ...(sessionId !== undefined && { sessionId }),
+        ...(context && { context: () => context(input) }),
+        ...(half && { half: (stage: string, acting: boolean) => half(input, stage, acting) }),
+      })
       .then((run) => {
         req.stages.end();
         return this.decide(input, run);
@@ -61,6 +81,7 @@ export class EngineSkillsStage implements SkillsStage {
 
   private decide(input: SkillInput, run: SkillsRun): Verdict {
     record(input, run.skills);
+    if (run.taps.length > 0) input.replyTaps = run.taps;
     // the stages beside dispatch report when they settle: in the headers only while the status line is unwritten
     input.skills.settled = run.beside.then((reports) => record(input, reports));
     return verdictOf(input, run.verdict);
@@ -81,11 +102,19 @@ function verdictOf(input: SkillInput, v: SkillsVerdict): Verdict {
     case 'bypass':
       return v;
     case 'answer':
-      return { kind: 'answer', status: v.answer.status, headers: [['content-type', v.answer.contentType], ...SERVED_BY_CACHE], body: Buffer.from(v.answer.body) };
+      return answerOf(v.answer);
     case 'continue':
       if (v.body === undefined && v.model === undefined) return CONTINUE;
-      // the skills read the caller's bytes; a route that sends other bytes (a translation) cannot take their body as it is
-      if (v.body !== undefined && input.call.body !== input.req.body) return { kind: 'bypass', reason: 'skills: a skill changed the body of a translated call, which is not supported: relayed as sent' };
+      if (v.model !== undefined && !input.res.started) input.res.extraHeaders.push(['x-gw-routed-model', v.model]);
+      // the change is in the caller's own shape: the pipeline plans the call again from it (a translation, a model in the path, another provider)
       return { kind: 'rewrite', ...(v.body !== undefined && { body: v.body }), ...(v.model !== undefined && { model: v.model }) };
   }
+}
+
+function answerOf(a: StageAnswer): Verdict {
+  const headers: HeaderList = [['content-type', a.contentType], ...SERVED_BY_CACHE];
+  const replayed = a.replayed === true ? { replayed: true as const } : {};
+  // copies: a worker's answer lives in shared memory
+  if ('body' in a) return { kind: 'answer', status: a.status, headers, body: Buffer.from(a.body), ...replayed };
+  return { kind: 'answer', status: a.status, headers, chunks: a.chunks.map((c) => Buffer.from(c)), ...replayed };
 }

@@ -1,7 +1,7 @@
 import { Piscina } from 'piscina';
 import { CATALOG } from '../providers/catalog.js';
 import type { SkillRow } from './table.js';
-import { STAGE_RUNNING, type StageReply, type StageTask, type WorkerEvaluators } from './stage.js';
+import { STAGE_FINISHED, STAGE_RUNNING, STARTED_SLOT_INTS, type FollowerStage, type StageReply, type StageTask, type WorkerEvaluators } from './stage.js';
 
 /**
  * The skill pool: the only module that knows threads (the only piscina
@@ -12,14 +12,24 @@ import { STAGE_RUNNING, type StageReply, type StageTask, type WorkerEvaluators }
  *   `loop_stalled` when the ceiling's own timer ran a whole ceiling late: the
  *   main loop, not the stage, was stuck);
  * - a stage still running `abortGraceMs` later ignored its cooperative
- *   deadline: its thread is killed and replaced (a respawn, counted);
- * - a full pool (every thread busy, `maxQueue` waiting) is `overloaded`; a thread that dies mid-stage is `error`
- *   (a respawn, counted).
+ *   deadline: its thread is terminated and replaced (a respawn, counted);
+ *   stages handed to that thread behind it end as `error`;
+ * - a full pool (every thread holding `tasksPerThread` stages, `maxQueue`
+ *   waiting) is `overloaded`; a thread that dies mid-stage is `error` (a
+ *   respawn, counted).
+ *
+ * Tasks carry no abort signal: piscina runs an abortable task alone on its
+ * thread, so each would cost a thread wake-up and a sleep (about 50 µs of CPU
+ * per stage here, measured). Without one, a thread takes the stages queued on
+ * its port back to back, and the backstop terminates the thread itself, found
+ * by the id the worker writes beside the stage's state.
  */
 
 export interface PoolSettings {
   threads: number;
   minThreads: number;
+  /** stages handed to one thread at a time: it runs them one after another (a second one waits on its port, not in a wake-up) */
+  tasksPerThread: number;
   maxQueue: number;
   idleTimeoutMs: number;
   abortGraceMs: number;
@@ -49,6 +59,8 @@ export class SkillPool {
   private closing = false;
   /** stages handed to piscina and not yet settled by it: running, queued, or past their ceiling and not yet stopped */
   private inFlight = 0;
+  /** threads the backstop is terminating: the stages queued behind the killed one fail with them, and are not respawns of their own */
+  private terminating = 0;
 
   constructor(
     private readonly settings: PoolSettings,
@@ -63,11 +75,9 @@ export class SkillPool {
       filename: workerFile().href,
       minThreads: settings.minThreads,
       maxThreads: settings.threads,
-      // the queue bound is kept here (inFlight): piscina queues a task that carries an abort
-      // signal apart from its bounded queue, so its own maxQueue would not hold
+      // the queue bound is kept here (inFlight), counting what each thread holds too
       idleTimeout: settings.idleTimeoutMs,
-      // one stage per thread: aborting a task kills its thread, and with it any sibling task (piscina #934)
-      concurrentTasksPerWorker: 1,
+      concurrentTasksPerWorker: settings.tasksPerThread,
       workerData,
     });
     // a thread that dies between tasks is replaced by piscina; it is not any request's error
@@ -84,62 +94,108 @@ export class SkillPool {
    * outcome. The task's body and flag should live in shared memory: they then
    * cross to the worker without a copy (a plain buffer would be copied).
    */
-  run(task: Omit<StageTask, 'deadlineAt'>, ceilingMs: number): Promise<StageRun> {
+  async run(task: Omit<StageTask, 'deadlineAt' | 'followers'>, ceilingMs: number): Promise<StageRun> {
+    return (await this.runWithFollowers(task, ceilingMs, []))[0]!;
+  }
+
+  /**
+   * Runs one stage and, in the same task, the shadow stages that follow it
+   * (each under its own ceiling, from its own start). Settles with one run per
+   * stage, the task's own first: within `ceilingMs` when that stage misses,
+   * else within the followers' ceilings after it.
+   */
+  runWithFollowers(task: Omit<StageTask, 'deadlineAt' | 'followers'>, ceilingMs: number, followers: readonly FollowerStage[]): Promise<StageRun[]> {
     const t0 = performance.now();
     const elapsed = () => performance.now() - t0;
-    if (ceilingMs === 0) return Promise.resolve({ outcome: 'ceiling_exceeded', detail: 'ceiling 0 ms', ms: 0 });
-    if (this.inFlight >= this.settings.threads + this.settings.maxQueue) {
-      return Promise.resolve({ outcome: 'overloaded', detail: `the skill pool is full (${this.settings.threads} threads, ${this.settings.maxQueue} queued)`, ms: 0 });
+    const all = (run: StageRun, rest: StageRun = run) => [run, ...followers.map(() => rest)];
+    if (ceilingMs === 0) return Promise.resolve(all({ outcome: 'ceiling_exceeded', detail: 'ceiling 0 ms', ms: 0 }));
+    const { threads, tasksPerThread, maxQueue } = this.settings;
+    if (this.inFlight >= threads * tasksPerThread + maxQueue) {
+      return Promise.resolve(all({ outcome: 'overloaded', detail: `the skill pool is full (${threads} threads × ${tasksPerThread} stages, ${maxQueue} queued)`, ms: 0 }));
     }
-    return new Promise<StageRun>((resolve) => {
+    const notRun = (why: string): StageRun => ({ outcome: 'ceiling_exceeded', detail: `not run: ${why}`, ms: 0 });
+    return new Promise<StageRun[]>((resolve) => {
       let settled = false;
-      const settle = (run: StageRun) => {
+      let timer: NodeJS.Timeout | undefined;
+      const settle = (runs: StageRun[]) => {
         if (settled) return;
         settled = true;
-        clearTimeout(ceiling);
-        resolve(run);
+        clearTimeout(timer);
+        resolve(runs);
       };
       /** a ceiling run out late by a whole ceiling or more means the main loop, not the stage, was stuck */
-      const missed = (ms: number): StageRun =>
-        ms - ceilingMs >= ceilingMs
-          ? { outcome: 'loop_stalled', detail: `the event loop was stalled: ceiling of ${ceilingMs} ms noticed at ${Math.round(ms)} ms`, ms }
-          : { outcome: 'ceiling_exceeded', detail: `past the ${ceilingMs} ms ceiling`, ms };
+      const missed = (ms: number, ceiling: number): StageRun =>
+        ms - ceiling >= ceiling
+          ? { outcome: 'loop_stalled', detail: `the event loop was stalled: ceiling of ${ceiling} ms noticed at ${Math.round(ms)} ms`, ms }
+          : { outcome: 'ceiling_exceeded', detail: `past the ${ceiling} ms ceiling`, ms };
 
-      const abort = new AbortController();
       let finished = false;
-      const ceiling = setTimeout(() => {
-        settle(missed(elapsed()));
-        // The backstop: a stage still running after its grace ignored its deadline; its thread is killed.
-        // One not started yet is left queued: when a thread takes it, it sees its deadline passed and returns
-        // at once (aborting it could kill a thread piscina already handed it to, still starting).
+      let killed = false;
+      /** The backstop: a stage still running after its grace ignored its deadline; its thread is terminated. */
+      const backstop = (started: Int32Array) =>
         setTimeout(() => {
-          if (finished || Atomics.load(task.started, 0) !== STAGE_RUNNING) return;
-          abort.abort();
-          this.observer?.threadRespawned('backstop');
+          if (finished || Atomics.load(started, 0) !== STAGE_RUNNING) return;
+          killed = this.terminate(Atomics.load(started, 1));
         }, this.settings.abortGraceMs);
+      const followersCeiling = followers.reduce((sum, f) => sum + f.ceilingMs, 0);
+      timer = setTimeout(() => {
+        // One not started yet is left queued: when a thread takes it, it sees its deadline passed and returns at once.
+        if (Atomics.load(task.started, 0) !== STAGE_FINISHED || followers.length === 0) {
+          settle(all(missed(elapsed(), ceilingMs), notRun('the stage before it in its task missed its ceiling')));
+          backstop(task.started);
+          return;
+        }
+        // the stage itself finished in time; its followers get their own ceilings
+        timer = setTimeout(() => {
+          const lost: StageRun = { outcome: 'error', detail: 'its result was lost: a shadow stage run after it on the same thread overran its ceiling', ms: elapsed() };
+          settle([lost, ...followers.map((f) => (Atomics.load(f.started, 0) === STAGE_FINISHED ? lost : missed(elapsed() - ceilingMs, f.ceilingMs)))]);
+          const running = followers.find((f) => Atomics.load(f.started, 0) === STAGE_RUNNING);
+          if (running) backstop(running.started);
+        }, followersCeiling);
       }, ceilingMs);
 
-      const stageTask: StageTask = { ...task, deadlineAt: Date.now() + ceilingMs };
+      const stageTask: StageTask = { ...task, deadlineAt: Date.now() + ceilingMs, ...(followers.length > 0 && { followers: [...followers] }) };
       this.inFlight++;
-      this.piscina.run(stageTask, { signal: abort.signal }).then(
+      this.piscina.run(stageTask).then(
         (reply) => {
           finished = true;
           this.inFlight--;
           const ms = elapsed();
           this.observer?.stageTimed(task.stage, Math.max(0, ms - reply.runMs), reply.runMs);
           // a stage that gave up on its deadline missed it like one the timer caught
-          settle(ms > ceilingMs || reply.result?.outcome === 'ceiling_exceeded' ? missed(ms) : { outcome: 'done', reply, ms });
+          const own: StageRun = reply.result?.outcome === 'ceiling_exceeded' ? missed(ms, ceilingMs) : { outcome: 'done', reply, ms };
+          settle([own, ...followers.map((f, i) => this.followerRun(f, reply.followers?.[i]))]);
         },
         (err: unknown) => {
           finished = true;
           this.inFlight--;
+          if (killed) return; // the backstop's own kill: the ceiling already settled the stage
           const message = err instanceof Error ? err.message : String(err);
-          if (abort.signal.aborted) return; // our own abort: the ceiling already settled the stage
+          if (this.terminating > 0) return settle(all({ outcome: 'error', detail: `skill thread terminated by the backstop while this stage waited on it: ${message}`, ms: elapsed() }));
           if (!this.closing) this.observer?.threadRespawned('exit');
-          settle({ outcome: 'error', detail: `skill thread lost: ${message}`, ms: elapsed() });
+          settle(all({ outcome: 'error', detail: `skill thread lost: ${message}`, ms: elapsed() }));
         },
       );
     });
+  }
+
+  /** A follower's run from its reply: absent when the stage before it stopped the request, so it did not run. */
+  private followerRun(f: FollowerStage, reply: StageReply | undefined): StageRun {
+    if (reply === undefined) return { outcome: 'ceiling_exceeded', detail: 'not run: the stage before it in its task did not let the request go on', ms: 0 };
+    this.observer?.stageTimed(f.stage, 0, reply.runMs);
+    return reply.result?.outcome === 'ceiling_exceeded' ? { outcome: 'ceiling_exceeded', detail: `past the ${f.ceilingMs} ms ceiling`, ms: reply.runMs } : { outcome: 'done', reply, ms: reply.runMs };
+  }
+
+  /** Terminates the thread with this id (piscina replaces it); false when it is already gone. */
+  private terminate(threadId: number): boolean {
+    const thread = this.piscina.threads.find((w) => w.threadId === threadId);
+    if (thread === undefined) return false;
+    this.terminating++;
+    // piscina fails the thread's stages in its own exit listener; the count drops after their handlers have run
+    thread.once('exit', () => setImmediate(() => this.terminating--));
+    void thread.terminate();
+    this.observer?.threadRespawned('backstop');
+    return true;
   }
 
   /**
@@ -149,7 +205,7 @@ export class SkillPool {
    * answered without evaluating.
    */
   async warm(stage: string): Promise<void> {
-    const task = (): StageTask => ({ stage, surface: '', acting: false, body: new Uint8Array(0), deadlineAt: 0, started: new Int32Array(new SharedArrayBuffer(4)) });
+    const task = (): StageTask => ({ stage, surface: '', acting: false, body: new Uint8Array(0), deadlineAt: 0, started: new Int32Array(new SharedArrayBuffer(STARTED_SLOT_INTS * 4)) });
     await Promise.all(Array.from({ length: this.settings.minThreads }, () => this.piscina.run(task())));
   }
 

@@ -69,7 +69,11 @@ export interface StageInput {
   readonly context?: StageContext;
   /** the body as UTF-8 text, decoded once */
   text(): string;
-  /** the body parsed as JSON, once; throws on a body that is not JSON */
+  /**
+   * the body parsed as JSON, once for every stage of the task that reads the
+   * same bytes: read it, never change it (a stage that edits parses its own
+   * copy); throws on a body that is not JSON
+   */
   json(): unknown;
 }
 
@@ -81,12 +85,14 @@ export interface StageRefusal {
   fields?: Record<string, unknown>;
 }
 
-/** A complete answer that sends nothing upstream (a cache hit). */
-export interface StageAnswer {
-  status: number;
-  contentType: string;
-  body: Uint8Array;
-}
+/**
+ * A complete answer that sends nothing upstream: a whole body, or a stream's
+ * events written in order. `replayed`: a reply the gateway stored for an
+ * earlier request (a cache hit), whose per-call fields the route freshens.
+ */
+export type StageAnswer =
+  | { status: number; contentType: string; body: Uint8Array; replayed?: true }
+  | { status: number; contentType: string; chunks: readonly Uint8Array[]; replayed?: true };
 
 /** What an evaluator returns. Only an acting stage's change, answer or refusal is applied. */
 export interface StageResult {
@@ -118,6 +124,8 @@ export interface StageCacheKeys {
   exact: string;
   /** the last user turn's near-duplicate signature; absent when the last turn is not plain user text */
   near?: NearSignature;
+  /** the body asks for a streamed reply (surfaces that say so in the path: the main thread reads it there) */
+  stream: boolean;
 }
 
 export interface NearSignature {
@@ -142,6 +150,21 @@ export type Evaluator = (input: StageInput, deadline: Deadline) => StageResult |
 /** The task's `started` slot: the worker sets it to running, then finished (read by the pool's backstop). */
 export const STAGE_RUNNING = 1;
 export const STAGE_FINISHED = 2;
+/** Int32s per task in shared memory: the stage's state, then the id of the thread running it (the backstop's target). */
+export const STARTED_SLOT_INTS = 2;
+
+/**
+ * A shadow stage that runs in the same task right after the task's own stage,
+ * on the body the request goes upstream with: it saves the stage a round trip
+ * to a thread of its own (a wake-up and a sleep), which costs more than most
+ * shadow decisions. Its ceiling counts from its own start.
+ */
+export interface FollowerStage {
+  stage: string;
+  ceilingMs: number;
+  /** its own STARTED_SLOT_INTS slot */
+  started: Int32Array;
+}
 
 /** One stage as the pool sends it to a worker. */
 export interface StageTask {
@@ -151,7 +174,12 @@ export interface StageTask {
   body: Uint8Array;
   context?: StageContext;
   deadlineAt: number;
-  /** one Int32 slot in shared memory the worker sets when it starts and when it finishes the stage: tells the backstop whether the stage is running */
+  /** shadow stages to run after this one when it lets the request go on (no refusal, no answer, deadline kept) */
+  followers?: FollowerStage[];
+  /**
+   * STARTED_SLOT_INTS Int32s in shared memory: the worker sets the state when it starts and when it finishes
+   * the stage, and its thread id: the backstop reads whether the stage is running, and on which thread
+   */
   started: Int32Array;
 }
 
@@ -161,6 +189,8 @@ export interface StageReply {
   /** set when the evaluator threw or returned nothing usable */
   error?: string;
   runMs: number;
+  /** the followers' replies, in order; absent when they did not run */
+  followers?: StageReply[];
 }
 
 /** What the pool hands each thread at start: the evaluators to load, by stage id. */

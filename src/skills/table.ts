@@ -20,6 +20,8 @@ interface RowBase {
   shadowBesideDispatch: boolean;
   /** stages run in ascending order; acting stages each see the body the previous one produced */
   order: number;
+  /** the stage reads the main thread's StageContext (allowed models, reachable providers, the key's skill params) */
+  context?: true;
 }
 
 export interface PerKeyRow extends RowBase {
@@ -50,6 +52,8 @@ export const SKILLS: readonly SkillRow[] = [
     shadowBesideDispatch: true,
     order: 20,
   },
+  // values (e-mail, phone, card, IBAN, SSN, IP, secrets) replaced by placeholders; the reply gets them back (./pii/tap.ts)
+  { id: 'pii_redaction', kind: 'per-key', evaluator: { module: here('./pii/index.js'), export: 'evaluatePiiRedaction' }, shadowBesideDispatch: true, order: 30 },
   // lossless structural passes (whitespace, JSON minification, repeats, elided oversized tool output)
   { id: 'prompt_compaction', kind: 'per-key', evaluator: { module: here('./compaction/index.js'), export: 'evaluatePromptCompaction' }, shadowBesideDispatch: true, order: 40 },
   // older completed tool turns folded into one extractive summary turn, with a dollar ledger per fold
@@ -59,7 +63,13 @@ export const SKILLS: readonly SkillRow[] = [
     evaluator: { module: here('./trajectory/index.js'), export: 'evaluateTrajectoryCompaction' },
     shadowBesideDispatch: true,
     order: 50,
+    // the key's skill_params and the model the path names
+    context: true,
   },
+  // a model chosen for a request that names none, or a cheaper one of the same provider for a simple request; the call is planned again
+  { id: 'model_routing', kind: 'per-key', evaluator: { module: here('./routing/index.js'), export: 'evaluateModelRouting' }, shadowBesideDispatch: true, order: 60, context: true },
+  // last, on the body and model the call goes out with: exact, then near-duplicate match; a hit answers, a miss stores the reply (./cache/half.ts)
+  { id: 'semantic_cache', kind: 'per-key', evaluator: { module: here('./cache/index.js'), export: 'evaluateSemanticCache' }, shadowBesideDispatch: true, order: 90 },
 ];
 
 /** The rows in run order (a table built elsewhere, e.g. a test's, need not be sorted). */

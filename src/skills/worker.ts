@@ -1,4 +1,4 @@
-import { workerData } from 'node:worker_threads';
+import { threadId, workerData } from 'node:worker_threads';
 import { applyOperatorCatalog } from '../providers/catalog.js';
 import { Deadline, STAGE_FINISHED, STAGE_RUNNING, type Evaluator, type StageInput, type StageReply, type StageResult, type StageTask, type WorkerEvaluators } from './stage.js';
 
@@ -26,21 +26,17 @@ const data = workerData as WorkerEvaluators;
 if (data.catalog !== undefined) applyOperatorCatalog(data.catalog);
 const evaluators = await loadEvaluators(data);
 
-function stageInput(task: StageTask): StageInput {
+/** One body's text and JSON, decoded once for every stage of the task that reads these bytes. */
+function reading(body: Uint8Array): Pick<StageInput, 'body' | 'text' | 'json'> {
   let text: string | undefined;
   let json: { value: unknown } | undefined;
-  const { body } = task;
-  const input: StageInput = {
-    stage: task.stage,
-    surface: task.surface,
-    acting: task.acting,
-    body,
-    context: task.context,
-    // Buffer reads shared memory too, where TextDecoder refuses it
-    text: () => (text ??= Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8')),
-    json: () => (json ??= { value: JSON.parse(input.text()) }).value,
-  };
-  return input;
+  // Buffer reads shared memory too, where TextDecoder refuses it
+  const decode = () => (text ??= Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
+  return { body, text: decode, json: () => (json ??= { value: JSON.parse(decode()) }).value };
+}
+
+function stageInput(task: StageTask, read: Pick<StageInput, 'body' | 'text' | 'json'>, stage = task.stage, acting = task.acting): StageInput {
+  return { stage, surface: task.surface, acting, context: task.context, ...read };
 }
 
 /**
@@ -57,25 +53,43 @@ function shared(bytes: Uint8Array): Uint8Array {
 function sharedResult(result: StageResult): StageResult {
   const out = { ...result };
   if (result.change?.body !== undefined) out.change = { ...result.change, body: shared(result.change.body) };
-  if (result.answer !== undefined) out.answer = { ...result.answer, body: shared(result.answer.body) };
+  if (result.answer !== undefined && 'body' in result.answer) out.answer = { ...result.answer, body: shared(result.answer.body) };
   return out;
 }
 
 const ceilingMissed = (): StageResult => ({ outcome: 'ceiling_exceeded', detail: { reason: 'the deadline passed before the stage started' } });
 
-export default async function runStage(task: StageTask): Promise<StageReply> {
-  Atomics.store(task.started, 0, STAGE_RUNNING);
+/** One evaluation in its started slot: the backstop sees it running on this thread until it returns. */
+async function evaluate(stage: string, started: Int32Array, deadline: Deadline, input: () => StageInput): Promise<StageReply> {
+  Atomics.store(started, 1, threadId);
+  Atomics.store(started, 0, STAGE_RUNNING);
   const t0 = performance.now();
-  const deadline = new Deadline(task.deadlineAt);
-  const evaluate = evaluators.get(task.stage);
   try {
-    if (evaluate === undefined) throw new Error(`no evaluator for stage ${task.stage}`);
-    const result = deadline.expired() ? ceilingMissed() : sharedResult(await evaluate(stageInput(task), deadline));
+    const evaluator = evaluators.get(stage);
+    if (evaluator === undefined) throw new Error(`no evaluator for stage ${stage}`);
+    const result = deadline.expired() ? ceilingMissed() : sharedResult(await evaluator(input(), deadline));
     return { result, runMs: performance.now() - t0 };
   } catch (err) {
     return { error: err instanceof Error ? err.message : String(err), runMs: performance.now() - t0 };
   } finally {
     // from here the backstop leaves this thread alone: the reply is on its way
-    Atomics.store(task.started, 0, STAGE_FINISHED);
+    Atomics.store(started, 0, STAGE_FINISHED);
   }
+}
+
+/** Does the request go on after this reply, so that stages deciding on what goes upstream still matter? */
+const goesOn = (reply: StageReply) => reply.result !== undefined && reply.result.outcome !== 'ceiling_exceeded' && !reply.result.refuse && !reply.result.answer;
+
+export default async function runStage(task: StageTask): Promise<StageReply> {
+  const own = reading(task.body);
+  const reply = await evaluate(task.stage, task.started, new Deadline(task.deadlineAt), () => stageInput(task, own));
+  if (task.followers === undefined || !goesOn(reply)) return reply;
+  // followers decide on the body that goes upstream: an acting stage's change, never a shadow one's
+  const changed = task.acting ? reply.result?.change?.body : undefined;
+  const read = changed ? reading(changed) : own;
+  const followers: StageReply[] = [];
+  for (const f of task.followers) {
+    followers.push(await evaluate(f.stage, f.started, new Deadline(Date.now() + f.ceilingMs), () => stageInput(task, read, f.stage, false)));
+  }
+  return { ...reply, followers };
 }

@@ -10,6 +10,9 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor, type Recorded } from
  * - `trickle_stream`: one chunk every 100 ms, forever
  * - `slow_<ms>`: waits before answering
  * - `stall_stream`: streams one chunk, then goes silent
+ * - `stall_once_stream`: the first such call streams one chunk, then goes
+ *   silent (a replica relaying it can be killed mid-stream); later ones
+ *   stream normally (the caller's retry)
  * - `break_stream`: streams two chunks, then drops the connection
  * - `big_<bytes>`: a completion whose content is that many bytes
  * - `bigstream_<chunks>`: a stream of that many 64 KiB content chunks, written
@@ -27,6 +30,7 @@ export interface FakeOpenAI extends FakeVendor {
 
 export async function startFakeOpenAI(): Promise<FakeOpenAI> {
   let streamsFinished = 0;
+  let stalledOnce = false;
   const vendor = await startFakeVendor(async (req, res) => {
     if (!req.url.startsWith('/v1/chat/completions')) {
       return sendJson(res, 404, { error: { message: `Unknown request URL: POST ${req.url}`, type: 'invalid_request_error', param: null, code: 'unknown_url' } });
@@ -58,6 +62,10 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       await largeStream(res, model, Number(bigStream[1]));
       streamsFinished++;
       return;
+    }
+    if (body.stream && model === 'stall_once_stream' && !stalledOnce) {
+      stalledOnce = true;
+      return stream(req, res, 'stall_stream', false);
     }
     if (body.stream) return stream(req, res, model, body.stream_options?.include_usage === true);
     sendJson(res, 200, completion(model), { 'x-request-id': 'req_fake_openai', 'openai-processing-ms': '12' });
@@ -97,14 +105,14 @@ export function completion(model: string, content = 'Hello from the fake.') {
   };
 }
 
-interface DeclaredTool {
+export interface DeclaredTool {
   function: { name: string; parameters?: { properties?: Record<string, { type?: string }>; required?: string[] } };
 }
 
 const VALUE_OF_TYPE: Record<string, unknown> = { string: 'x', number: 1, integer: 1, boolean: true, array: [], object: {} };
 
 /** A completion calling `tool`: its required properties get a value of their declared type, or (`faithful` false) of another type. */
-function toolCallCompletion(model: string, tool: DeclaredTool, faithful: boolean) {
+export function toolCallCompletion(model: string, tool: DeclaredTool, faithful: boolean) {
   const { name, parameters } = tool.function;
   const args: Record<string, unknown> = {};
   for (const prop of parameters?.required ?? []) {

@@ -278,7 +278,7 @@ describe('skills engine: the classifier enforced, canary arms, a thread that die
   let gw: TestGateway;
   const { bootstrap, open: canary, locked: crashing } = twoTenants();
   // test rows beside the shipped ones: pii_redaction reports without acting (miss), agent_trajectory_compaction ends its thread mid-stage
-  const rows = [...SKILLS, perKeyRow('pii_redaction', 'describeBody', 30), perKeyRow('agent_trajectory_compaction', 'exitThread', 40)];
+  const rows = [...SKILLS.filter((r) => r.id !== 'pii_redaction' && r.id !== 'agent_trajectory_compaction'), perKeyRow('pii_redaction', 'describeBody', 30), perKeyRow('agent_trajectory_compaction', 'exitThread', 40)];
 
   before(async () => {
     fakes = await startFakes();
@@ -389,7 +389,7 @@ describe('skills engine: a full pool (1 thread, no queue)', () => {
     dir = await mkdtemp(join(tmpdir(), 'gw-skills-full-'));
     gw = await startTestGateway({
       bootstrap,
-      env: { ...fakeEnv(fakes), GW_SKILL_THREADS: '1', GW_SKILL_MIN_THREADS: '1', GW_SKILL_MAX_QUEUE: '0', GW_SKILL_CEILING_ACTING_MS: '60000', GW_GUARDRAILS_MODEL_MODE: 'off' },
+      env: { ...fakeEnv(fakes), GW_SKILL_THREADS: '1', GW_SKILL_MIN_THREADS: '1', GW_SKILL_TASKS_PER_THREAD: '1', GW_SKILL_MAX_QUEUE: '0', GW_SKILL_CEILING_ACTING_MS: '60000', GW_GUARDRAILS_MODEL_MODE: 'off' },
       skillRows: rows,
     });
   });

@@ -15,6 +15,12 @@ const normalised = (text: string): string => text.normalize('NFKC').replace(/\s+
 
 const turnKey = (t: Turn): string => `${t.role}\u0001${normalised(t.text)}\u0001${t.other}`;
 
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `stream: true` at the top of the body, or in the native envelope's `execution` */
+const asksStream = (json: unknown): boolean => isObj(json) && (json['stream'] === true || (isObj(json['execution']) && json['execution']['stream'] === true));
+
 /** The request's cache keys; undefined when the body holds no conversation, 'expired' when the deadline passed first. */
 export function cacheKeysOf(surface: string, json: unknown, expired: () => boolean = () => false): StageCacheKeys | 'expired' | undefined {
   const conversation = conversationOf(surface, json);
@@ -23,13 +29,14 @@ export function cacheKeysOf(surface: string, json: unknown, expired: () => boole
   const scope = digest(surface, conversation.scope);
   const keys = turns.map(turnKey);
   const exact = digest(scope, ...keys);
+  const stream = asksStream(json);
   const last = turns[turns.length - 1] as Turn;
   // a near duplicate is judged on plain user text; images, tool results or a prefilled reply need the exact match
-  if (last.role !== 'user' || last.other !== '') return { scope, exact };
+  if (last.role !== 'user' || last.other !== '') return { scope, exact, stream };
   const preceding = digest(scope, ...keys.slice(0, -1));
   const near = signatureOf(last.text, { scope, preceding }, expired);
   if (near === 'expired') return near;
-  return near === 'none' ? { scope, exact } : { scope, exact, near };
+  return near === 'none' ? { scope, exact, stream } : { scope, exact, near, stream };
 }
 
 export function evaluateSemanticCache(input: StageInput, deadline: Deadline): StageResult {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { hashedFeatures, type FeatureConfig } from './features.js';
+import { weightedFeatures, type FeatureConfig } from './features.js';
 import type { Deadline } from './normalize.js';
 
 /**
@@ -70,10 +70,7 @@ const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
 
 /** Probability that one window of folded text is an injection. */
 export function scoreWindow(model: ClassifierModel, folded: string): number {
-  const { index, value } = hashedFeatures(folded, model);
-  let z = model.bias;
-  for (let i = 0; i < index.length; i++) z += model.weights[index[i]!]! * value[i]!;
-  return sigmoid(z);
+  return sigmoid(model.bias + weightedFeatures(folded, model, model.weights));
 }
 
 /**

@@ -27,59 +27,82 @@ const WORD_SALT = 0x9e3779b9;
 
 let scratch = new Float32Array(0);
 let seen = new Uint8Array(0);
-let touched = new Int32Array(0);
+let touched = new Int32Array(1024);
+let touchedCount = 0;
+let wordHashes = new Int32Array(256);
 
-/** Features of one folded text, O(length × n-gram lengths). */
-export function hashedFeatures(folded: string, config: FeatureConfig): SparseVector {
+function count(h: number, mask: number): void {
+  const bucket = h & mask;
+  if (seen[bucket] === 0) {
+    seen[bucket] = 1;
+    if (touchedCount === touched.length) {
+      const grown = new Int32Array(touchedCount * 2);
+      grown.set(touched);
+      touched = grown;
+    }
+    touched[touchedCount++] = bucket;
+  }
+  // the sign comes from a bit the bucket index does not use
+  scratch[bucket]! += h & 0x80000000 ? -1 : 1;
+}
+
+/**
+ * Counts the features of `folded` into the scratch buckets (touched lists
+ * them); O(length × n-gram lengths), no allocation once the scratch has grown.
+ * The text is read as if padded with a space on each side.
+ */
+function countFeatures(folded: string, config: FeatureConfig): void {
   if (scratch.length !== config.buckets) {
     scratch = new Float32Array(config.buckets);
     seen = new Uint8Array(config.buckets);
-    touched = new Int32Array(1024);
   }
+  touchedCount = 0;
   const mask = config.buckets - 1;
-  let n = 0;
-  const add = (h: number) => {
-    const bucket = h & mask;
-    if (seen[bucket] === 0) {
-      seen[bucket] = 1;
-      if (n === touched.length) {
-        const grown = new Int32Array(n * 2);
-        grown.set(touched);
-        touched = grown;
-      }
-      touched[n++] = bucket;
-    }
-    // the sign comes from a bit the bucket index does not use
-    scratch[bucket]! += h & 0x80000000 ? -1 : 1;
-  };
-
   const text = ` ${folded} `;
+  const len = text.length;
+
   const [cMin, cMax] = config.charNgrams;
-  for (let i = 0; i < text.length; i++) {
+  for (let i = 0; i < len; i++) {
     let h = FNV_OFFSET;
-    for (let k = 0; k < cMax && i + k < text.length; k++) {
+    for (let k = 0; k < cMax && i + k < len; k++) {
       h = Math.imul(h ^ text.charCodeAt(i + k), FNV_PRIME);
-      if (k + 1 >= cMin) add(Math.imul(h ^ (k + 1), FNV_PRIME) >>> 0);
+      if (k + 1 >= cMin) count(Math.imul(h ^ (k + 1), FNV_PRIME) >>> 0, mask);
     }
   }
 
-  const [wMin, wMax] = config.wordNgrams;
-  const words = folded.length === 0 ? [] : folded.split(' ');
-  const wordHashes = new Int32Array(words.length);
-  for (let w = 0; w < words.length; w++) {
+  // word hashes, as split(' ') would cut them (an empty text has no words)
+  let words = 0;
+  if (folded.length > 0) {
     let h = FNV_OFFSET ^ WORD_SALT;
-    const word = words[w]!;
-    for (let k = 0; k < word.length; k++) h = Math.imul(h ^ word.charCodeAt(k), FNV_PRIME);
-    wordHashes[w] = h;
-  }
-  for (let w = 0; w < words.length; w++) {
-    let h = WORD_SALT;
-    for (let k = 0; k < wMax && w + k < words.length; k++) {
-      h = Math.imul(h ^ wordHashes[w + k]!, FNV_PRIME);
-      if (k + 1 >= wMin) add(Math.imul(h ^ (0x100 + k), FNV_PRIME) >>> 0);
+    for (let i = 0; i <= folded.length; i++) {
+      const c = i === folded.length ? 32 : folded.charCodeAt(i);
+      if (c !== 32) {
+        h = Math.imul(h ^ c, FNV_PRIME);
+        continue;
+      }
+      if (words === wordHashes.length) {
+        const grown = new Int32Array(words * 2);
+        grown.set(wordHashes);
+        wordHashes = grown;
+      }
+      wordHashes[words++] = h;
+      h = FNV_OFFSET ^ WORD_SALT;
     }
   }
+  const [wMin, wMax] = config.wordNgrams;
+  for (let w = 0; w < words; w++) {
+    let h = WORD_SALT;
+    for (let k = 0; k < wMax && w + k < words; k++) {
+      h = Math.imul(h ^ wordHashes[w + k]!, FNV_PRIME);
+      if (k + 1 >= wMin) count(Math.imul(h ^ (0x100 + k), FNV_PRIME) >>> 0, mask);
+    }
+  }
+}
 
+/** Features of one folded text as a sparse unit vector (training reads them so). */
+export function hashedFeatures(folded: string, config: FeatureConfig): SparseVector {
+  countFeatures(folded, config);
+  const n = touchedCount;
   let norm = 0;
   for (let i = 0; i < n; i++) norm += scratch[touched[i]!]! ** 2;
   const scale = norm > 0 ? 1 / Math.sqrt(norm) : 0;
@@ -93,4 +116,23 @@ export function hashedFeatures(folded: string, config: FeatureConfig): SparseVec
     seen[bucket] = 0;
   }
   return { index, value };
+}
+
+/**
+ * `weights` · the unit feature vector of `folded`, without building the
+ * vector: the classifier's scoring path, run per window of every prompt.
+ */
+export function weightedFeatures(folded: string, config: FeatureConfig, weights: Float32Array): number {
+  countFeatures(folded, config);
+  let norm = 0;
+  let dot = 0;
+  for (let i = 0; i < touchedCount; i++) {
+    const bucket = touched[i]!;
+    const c = scratch[bucket]!;
+    norm += c * c;
+    dot += weights[bucket]! * c;
+    scratch[bucket] = 0;
+    seen[bucket] = 0;
+  }
+  return norm > 0 ? dot / Math.sqrt(norm) : 0;
 }

@@ -158,22 +158,47 @@ const rot13 = (s: string) =>
     return String.fromCharCode(((ch.charCodeAt(0) - base + 13) % 26) + base);
   });
 
+/** Characters of a base64 run (hex digits are among them). */
+const BASE64_CHAR = (() => {
+  const table = new Uint8Array(128);
+  for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-') table[c.charCodeAt(0)] = 1;
+  return table;
+})();
+const MIN_ENCODED_RUN = 16;
+
+/**
+ * Is there a run of base64 characters long enough to be a base64 or hex
+ * candidate? One pass over the text; ordinary prose has none, and its scan
+ * then skips both patterns (their lookarounds cost more per character).
+ */
+function hasEncodedRun(text: string): boolean {
+  let run = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 128 && BASE64_CHAR[c] === 1) {
+      if (++run >= MIN_ENCODED_RUN) return true;
+    } else run = 0;
+  }
+  return false;
+}
+
 /** Encoded segments of `text` that decode to text, within the budget. */
 function decodedSegments(text: string, budget: ScanBudget): string[] {
   const found: string[] = [];
+  const encodedRuns = hasEncodedRun(text);
   const take = (decoded: string) => {
     if (budget.decodedChars <= 0 || !isText(decoded)) return;
     const kept = decoded.slice(0, budget.decodedChars);
     budget.decodedChars -= kept.length;
     found.push(kept);
   };
-  for (const [run] of text.matchAll(BASE64_RUN)) {
+  for (const [run] of encodedRuns ? text.matchAll(BASE64_RUN) : []) {
     if (budget.decodedChars <= 0 || budget.deadline.expired()) return found;
     if (!UPPER.test(run) || !LOWER.test(run)) continue;
     const head = run.length > MAX_RUN_CHARS ? run.slice(0, MAX_RUN_CHARS) : run;
     take(Buffer.from(head, 'base64').toString('utf8'));
   }
-  for (const [run] of text.matchAll(HEX_RUN)) {
+  for (const [run] of encodedRuns ? text.matchAll(HEX_RUN) : []) {
     if (budget.decodedChars <= 0 || budget.deadline.expired()) return found;
     take(Buffer.from(run.slice(0, MAX_RUN_CHARS), 'hex').toString('utf8'));
   }
