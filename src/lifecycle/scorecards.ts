@@ -2,8 +2,9 @@ import type { Directory } from '../tenancy/directory.js';
 import { canaryPercent, type KeySkills, type SkillId, type TransitionRecord } from '../tenancy/skills.js';
 import type { DevKey, Org } from '../tenancy/types.js';
 import type { FeedbackStore } from './feedback.js';
-import type { RowSource, ScorecardRow } from './rows.js';
-import { computeScorecard, feedbackKeys, type Scorecard } from './scorecard.js';
+import { SkillSamples } from './samples.js';
+import { computeScorecard, judge, type Judgement, type Scorecard } from './scorecard.js';
+import type { SampleSource } from './sources.js';
 
 /** The scorecard windows, by name; `1h` is the default */
 export const WINDOWS = { '15m': 15 * 60_000, '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 } as const;
@@ -12,7 +13,7 @@ export const DEFAULT_WINDOW: WindowName = '1h';
 export const isWindow = (w: string): w is WindowName => Object.hasOwn(WINDOWS, w);
 
 export interface ScorecardDeps {
-  rows: RowSource;
+  samples: SampleSource;
   feedback: FeedbackStore;
   skills: KeySkills;
   directory: Directory;
@@ -20,10 +21,15 @@ export interface ScorecardDeps {
   armed: ReadonlySet<string>;
 }
 
+/** What the sweep acts on: a key's status, and what tripped. */
+export type Verdict = Pick<Judgement, 'status' | 'breakers' | 'anomalies'>;
+
 const DEPLOYMENT_HISTORY = 20;
+/** the one group of a read over a tenant, or over one key */
+const ALL = 'all';
 
 /**
- * Gathers a scorecard's inputs (rows of the window, the tasks' feedback, the
+ * Gathers a scorecard's inputs (the window's samples, the tasks' feedback, the
  * transitions) and computes it: for the scorecard route and the breaker sweep.
  */
 export class Scorecards {
@@ -31,47 +37,53 @@ export class Scorecards {
 
   /** One skill's scorecard over a tenant, or over one of its keys. */
   async read(tenant: Org, skill: SkillId, window: WindowName, key: DevKey | undefined, now = Date.now()): Promise<Scorecard> {
-    const sinceMs = now - WINDOWS[window];
     const rowTenant = key?.org_id ?? tenant.org_id;
-    const rows = [...(await this.deps.rows.rows(rowTenant, { sinceMs, keyId: key?.key_id, skill }))];
+    const groups = await this.deps.samples.samples(rowTenant, {
+      skill,
+      sinceMs: now - WINDOWS[window],
+      nowMs: now,
+      group: key === undefined ? () => ALL : (k) => (k === key.key_id ? ALL : undefined),
+    });
     const keyIds = key !== undefined ? [key.key_id] : this.keysWithin(tenant.org_id);
-    return this.compute(rowTenant, skill, rows, await this.deps.skills.history(keyIds, skill, DEPLOYMENT_HISTORY), this.splitPercent(keyIds, skill), {
-      window,
-      key_id: key?.key_id ?? null,
+    const history = await this.deps.skills.history(keyIds, skill, DEPLOYMENT_HISTORY);
+    const samples = groups.get(ALL) ?? new SkillSamples();
+    const feedback = await this.deps.feedback.outcomes(rowTenant, samples.feedbackKeys());
+    const { kind } = this.deps.samples;
+    return computeScorecard({
+      skill,
+      samples,
+      feedback,
+      armed: this.deps.armed.has(skill),
+      history,
+      canaryPercent: this.splitPercent(keyIds, skill),
+      source: { store: kind, window, key_id: key?.key_id ?? null, ...(kind === 'process' && { scope: 'the answering process only: no durable store is configured' }) },
     });
   }
 
   /**
-   * The scorecards of several keys of one tenant over one read of its rows
-   * (the sweep), each counting only rows since its key's latest transition of
-   * the skill: rows served under an earlier mode do not judge the current one.
+   * The verdicts of several keys of one tenant over one read of its samples
+   * (the sweep), each counting only requests served since its key's latest
+   * transition of the skill: requests served under an earlier mode do not
+   * judge the current one.
    */
-  async readKeys(tenantId: string, skill: SkillId, keyIds: readonly string[], window: WindowName, now = Date.now()): Promise<Map<string, Scorecard>> {
-    const sinceMs = now - WINDOWS[window];
-    const byKey = new Map<string, ScorecardRow[]>(keyIds.map((k) => [k, []]));
-    for (const row of await this.deps.rows.rows(tenantId, { sinceMs, skill })) byKey.get(row.key_id)?.push(row);
-    const out = new Map<string, Scorecard>();
+  async verdicts(tenantId: string, skill: SkillId, keyIds: readonly string[], window: WindowName, now = Date.now()): Promise<Map<string, Verdict>> {
+    const wanted = new Set(keyIds);
+    const since = new Map<string, TransitionRecord>();
+    for (const k of keyIds) {
+      const latest = this.deps.skills.latestTransition(k, skill);
+      if (latest !== undefined) since.set(k, latest);
+    }
+    const groups = await this.deps.samples.samples(tenantId, { skill, sinceMs: now - WINDOWS[window], nowMs: now, group: (k) => (wanted.has(k) ? k : undefined), since });
+    const feedbackKeys = new Set<string>();
+    for (const samples of groups.values()) for (const k of samples.feedbackKeys()) feedbackKeys.add(k);
+    const feedback = await this.deps.feedback.outcomes(tenantId, [...feedbackKeys]);
+    const out = new Map<string, Verdict>();
+    const armed = this.deps.armed.has(skill);
     for (const keyId of keyIds) {
-      const history = await this.deps.skills.history([keyId], skill, DEPLOYMENT_HISTORY);
-      const since = new Date(Math.max(sinceMs, history[0] ? Date.parse(history[0].timestamp) : 0)).toISOString();
-      const rows = (byKey.get(keyId) ?? []).filter((r) => r.ts >= since);
-      out.set(keyId, await this.compute(tenantId, skill, rows, history, this.splitPercent([keyId], skill), { window, key_id: keyId }));
+      const { status, breakers, anomalies } = judge({ skill, samples: groups.get(keyId) ?? new SkillSamples(), feedback, armed });
+      out.set(keyId, { status, breakers, anomalies });
     }
     return out;
-  }
-
-  private async compute(tenantId: string, skill: SkillId, rows: ScorecardRow[], history: TransitionRecord[], percent: number | null, about: Record<string, unknown>): Promise<Scorecard> {
-    const feedback = await this.deps.feedback.outcomes(tenantId, feedbackKeys(rows));
-    const { kind } = this.deps.rows;
-    return computeScorecard({
-      skill,
-      rows,
-      feedback,
-      armed: this.deps.armed.has(skill),
-      history,
-      canaryPercent: percent,
-      source: { store: kind, ...about, ...(kind === 'process' && { scope: 'the answering process only: no durable store is configured' }) },
-    });
   }
 
   /** keys of the tenant and its sub-tenants that have a skill configuration (only those have transitions) */

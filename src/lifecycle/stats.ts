@@ -1,11 +1,4 @@
-/** Small statistics for the scorecard: percentiles, Wilson intervals, a chi-squared split check. */
-
-/** Nearest-rank percentile of an ascending array; null when empty. */
-export function percentile(sorted: ArrayLike<number>, p: number): number | null {
-  if (sorted.length === 0) return null;
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1] as number;
-}
+/** Small statistics for the scorecard: Wilson intervals and a chi-squared split check (percentiles: sketch.ts). */
 
 const Z95 = 1.959963984540054;
 

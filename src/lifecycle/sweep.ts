@@ -96,11 +96,11 @@ export class BreakerSweep {
       for (const [skill, keys] of bySkill) {
         report.keys += keys.length;
         try {
-          const cards = await this.deps.scorecards.readKeys(tenant, skill, keys.map((k) => k.keyId), DEFAULT_WINDOW, now);
+          const verdicts = await this.deps.scorecards.verdicts(tenant, skill, keys.map((k) => k.keyId), DEFAULT_WINDOW, now);
           for (const { keyId, mode } of keys) {
-            const card = cards.get(keyId);
-            if (card?.status !== 'CIRCUIT_BREAKER_TRIGGERED') continue;
-            if (await this.rollBack(keyId, skill, mode, card.breakers, card.anomalies)) report.rolled_back++;
+            const verdict = verdicts.get(keyId);
+            if (verdict?.status !== 'CIRCUIT_BREAKER_TRIGGERED') continue;
+            if (await this.rollBack(keyId, skill, mode, verdict.breakers, verdict.anomalies)) report.rolled_back++;
             else report.failed++;
           }
         } catch (err) {

@@ -62,7 +62,9 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
     tenantTokens: new HotCounter('gw_tenant_tokens_total', `Tokens of relayed calls by tenant (at most ${LABEL_VALUE_CAP} tenants per process, the rest as other) and kind`, ['tenant', 'kind'], registry),
     tenantCostUsd: new HotCounter('gw_tenant_cost_usd_total', 'Cost of relayed calls at catalog prices, by tenant (capped like gw_tenant_tokens_total)', ['tenant'], registry),
     skillOutcomes: new HotCounter('gw_skill_outcomes_total', 'Skill stages run on requests, by skill and outcome', ['skill', 'outcome'], registry),
-    skillTokensSaved: new HotCounter('gw_skill_tokens_saved_total', 'Input tokens removed by skills that acted, by skill', ['skill'], registry),
+    skillTokensSaved: new HotCounter('gw_skill_tokens_saved_total', 'Tokens not spent thanks to skills that acted (input removed; for a cache hit, the stored call\'s input and output), by skill', ['skill'], registry),
+    skillRedactions: new HotCounter('gw_skill_redactions_total', 'Values pii_redaction replaced with placeholders (acting), by kind', ['kind'], registry),
+    skillRouted: new HotCounter('gw_skill_routed_total', 'Calls model_routing sent to a model other than the one named (or chose one for), by routed model', ['model'], registry),
     telemetryRowsAppended: new Counter({ name: 'gw_telemetry_rows_appended_total', help: 'Request rows appended to the Redis telemetry streams', registers: [registry] }),
     telemetryRowsDropped: new Counter({
       name: 'gw_telemetry_rows_dropped_total',
@@ -155,6 +157,12 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
       labelNames: ['result'] as const,
       registers: [registry],
     }),
+    scorecardSamplesDropped: new Counter({
+      name: 'gw_scorecard_samples_dropped_total',
+      help: 'Requests whose scorecard samples never reached Redis: the buffer was full while Redis was slow or away, or the replica stopped first',
+      registers: [registry],
+    }),
+    scorecardSamplesFailures: new Counter({ name: 'gw_scorecard_samples_failures_total', help: 'Batches of scorecard samples Redis did not take (each is sent again)', registers: [registry] }),
     breakerRollbacks: new Counter({ name: 'gw_breaker_rollbacks_total', help: 'Keys rolled back by the breaker sweep, by skill', labelNames: ['skill'] as const, registers: [registry] }),
     breakerFailures: new Counter({
       name: 'gw_breaker_sweep_failures_total',
@@ -254,6 +262,9 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
         m.skillOutcomes.inc([s.skill, s.outcome]);
         if (s.tokens_saved) m.skillTokensSaved.inc([s.skill], s.tokens_saved);
       }
+      const pii = row.skills['pii_redaction'];
+      if (pii?.outcome === 'applied') for (const [kind, n] of Object.entries(pii.detail?.kinds ?? {})) m.skillRedactions.inc([kind], n);
+      if (row.skills['model_routing']?.outcome === 'applied') m.skillRouted.inc([model]);
     },
     setRowsBufferedSource(fn: () => number) {
       rowsBuffered = fn;

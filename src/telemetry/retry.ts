@@ -14,29 +14,31 @@ export const bodyDigest = (body: Buffer): string | undefined => (body.length ===
 
 /**
  * Recognises client retries: the official SDKs' `x-stainless-retry-count`
- * above 0, or the same body from the same key within a minute. The memory of
- * recent bodies is per process and bounded.
+ * above 0, or the same body from the same key within a minute in another
+ * request (a request's own fallback attempts send its body again, and are the
+ * gateway's doing, not the caller's). The memory of recent bodies is per
+ * process and bounded.
  */
 export class RetryDetector {
-  private readonly seen = new Map<string, number>();
+  private readonly seen = new Map<string, { at: number; requestId: string }>();
 
-  isRetry(keyId: string, headers: Readonly<Record<string, string>>, digest: string | undefined, now: number): boolean {
+  isRetry(keyId: string, requestId: string, headers: Readonly<Record<string, string>>, digest: string | undefined, now: number): boolean {
     const count = Number(headers['x-stainless-retry-count'] ?? 0);
     let repeated = false;
     if (digest !== undefined) {
       const id = `${keyId} ${digest}`;
-      const at = this.seen.get(id);
-      repeated = at !== undefined && now - at <= WINDOW_MS;
+      const last = this.seen.get(id);
+      repeated = last !== undefined && last.requestId !== requestId && now - last.at <= WINDOW_MS;
       // re-inserted so insertion order stays oldest first
       this.seen.delete(id);
-      this.seen.set(id, now);
+      this.seen.set(id, { at: now, requestId });
       this.evict(now);
     }
     return count > 0 || repeated;
   }
 
   private evict(now: number): void {
-    for (const [id, at] of this.seen) {
+    for (const [id, { at }] of this.seen) {
       if (this.seen.size <= MAX_REMEMBERED && now - at <= WINDOW_MS) return;
       this.seen.delete(id);
     }

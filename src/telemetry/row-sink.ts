@@ -39,14 +39,15 @@ export class TelemetryRows implements RowSink {
   finished(f: FinishedRequest, answer?: ResponseMeta): void {
     try {
       const now = Date.now();
-      const { row, decision } = buildRecord(f, this.retries.isRetry(f.keyId, f.headers, f.bodyHash, now), now, this.opts.storedArms);
+      const { row, decision } = buildRecord(f, this.retries.isRetry(f.keyId, f.requestId, f.headers, f.bodyHash, now), now, this.opts.storedArms);
       this.ring.push({ row, decision, lines: f.lines });
       this.writer?.append(row, decision);
       this.metrics.recordRow(row, f.ttfbMs, decision.skills);
       this.opts.onRow?.(row);
       if (answer) {
         answer.keyId = row.key_id;
-        answer.upstreamStatus = f.status;
+        // a refusal never went upstream
+        if (f.refusal === undefined) answer.upstreamStatus = f.status;
         answer.tokensIn = row.tokens_in;
         answer.tokensOut = row.tokens_out;
         answer.costUsd = row.cost_usd;

@@ -1,4 +1,5 @@
 import type { Usage } from '../providers/types.js';
+import { FAIL_OPEN_OUTCOMES } from '../skills/stage.js';
 import type { RequestLines } from './request-log.js';
 
 /** One skill stage's outcome on one request, as the skill engine reports it. */
@@ -47,6 +48,10 @@ export interface FinishedRequest {
   failOpenReason: string | undefined;
   /** the gateway's own error that ended the exchange */
   errorDetail: string | undefined;
+  /** its type (docs/errors.md) */
+  errorType: string | undefined;
+  /** set when the gateway refused the request before any reply began: the stage that refused and why */
+  refusal: { stage: string; type: string } | undefined;
   /** x-gw-stage-durations as sent */
   stages: string;
   credentialSource: 'pass_through' | 'stored' | undefined;
@@ -118,6 +123,8 @@ export interface RequestRow {
   model_serving_route: string;
   egress_mode: string | null;
   error_detail: string | null;
+  /** the type of the gateway's own error that ended the request (a refusal, a gateway timeout); null for a vendor's answer */
+  error_type: string | null;
   tokens_in: number;
   tokens_out: number;
   tokens_saved: number;
@@ -147,6 +154,8 @@ export interface DecisionRecord {
   budget: { reserved_usd: number; settled_usd: number } | null;
   rate_limit: { remaining: number } | null;
   fail_open: { reason: string } | null;
+  /** the stage that refused the request, and the error it answered; null when the request was relayed or answered */
+  refusal: { stage: string; type: string } | null;
 }
 
 /** A row as the inspector feed shows it. */
@@ -232,6 +241,30 @@ function figuresOf(s: SkillOutcome): SkillFigures | undefined {
   return Object.keys(out).length === 0 ? undefined : out;
 }
 
+/** model_routing's choice when it acted: the model the request named (none: it left the choice to the router), the one the call went to, and why. */
+function routeOf(f: FinishedRequest): DecisionRecord['route'] | undefined {
+  const s = f.skills.find((x) => x.skill === 'model_routing' && x.outcome === 'applied');
+  const d = s && detailOf(s.detail);
+  const detail = typeof d === 'object' && d !== null ? (d as Record<string, unknown>) : undefined;
+  const route = detail?.['route'] as { model?: unknown; reason?: unknown } | undefined;
+  if (typeof route?.model !== 'string') return undefined;
+  return { provider: f.provider, model: typeof detail?.['from'] === 'string' ? detail['from'] : null, routed_model: route.model, reason: typeof route.reason === 'string' ? route.reason : null };
+}
+
+/** What the semantic cache did for the request, from its report: the decision record's `cache` and the row's `cache_tier` (the match of a hit). */
+function cacheOf(f: FinishedRequest): { decision: DecisionRecord['cache']; tier: string | null } {
+  const s = f.skills.find((x) => x.skill === 'semantic_cache');
+  if (s === undefined) return { decision: { result: 'off' }, tier: null };
+  const d = detailOf(s.detail);
+  const detail = typeof d === 'object' && d !== null ? (d as Record<string, unknown>) : {};
+  const similarity = typeof detail['similarity'] === 'number' ? { similarity: detail['similarity'] } : {};
+  if (s.outcome === 'hit') return { decision: { result: 'hit', ...similarity }, tier: f.servedBy === 'cache' && typeof detail['match'] === 'string' ? detail['match'] : null };
+  if (s.outcome === 'miss') return { decision: { result: 'miss', ...similarity }, tier: null };
+  if ((FAIL_OPEN_OUTCOMES as ReadonlySet<string>).has(s.outcome)) return { decision: { result: 'bypass' }, tier: null };
+  // control, or shadow (its would-be decision is in its skills entry)
+  return { decision: { result: 'off' }, tier: null };
+}
+
 /** The row's skills column: the key's stored-mode arms, overridden by what the engine reported. */
 function skillColumns(f: FinishedRequest, storedArms: StoredArms | undefined): Record<string, SkillColumn> {
   const skills: Record<string, SkillColumn> = {};
@@ -252,6 +285,8 @@ function skillColumns(f: FinishedRequest, storedArms: StoredArms | undefined): R
 export function buildRecord(f: FinishedRequest, retry: boolean, now: number, storedArms?: StoredArms): { row: RequestRow; decision: DecisionRecord } {
   const h = f.headers;
   const skills = skillColumns(f, storedArms);
+  const cache = cacheOf(f);
+  const route = routeOf(f);
   const tokensSaved = f.skills.reduce((n, s) => n + (s.tokens_saved ?? 0), 0);
   const routedModel = f.usage?.model ?? f.model ?? null;
   const row: RequestRow = {
@@ -276,11 +311,12 @@ export function buildRecord(f: FinishedRequest, retry: boolean, now: number, sto
     relay_reason: f.servedBy === 'direct_passthrough' ? 'fail_open' : null,
     optimization_state: optimizationState(f.skills),
     status: f.status,
-    cache_tier: null,
+    cache_tier: cache.tier,
     destination_id: f.destination?.destination_id ?? null,
     model_serving_route: f.destination?.model_serving_route ?? 'vendor',
     egress_mode: f.credentialSource ?? null,
     error_detail: f.failOpenReason ?? f.errorDetail ?? null,
+    error_type: f.errorType ?? null,
     tokens_in: f.usage?.input_tokens ?? 0,
     tokens_out: f.usage?.output_tokens ?? 0,
     tokens_saved: tokensSaved,
@@ -295,12 +331,13 @@ export function buildRecord(f: FinishedRequest, retry: boolean, now: number, sto
   const decision: DecisionRecord = {
     served_by: f.servedBy,
     stages: parseStages(f.stages),
-    route: { provider: f.provider, model: f.model ?? null, routed_model: routedModel, reason: routedModel === (f.model ?? null) ? null : 'vendor_reported_model' },
+    route: route ?? { provider: f.provider, model: f.model ?? null, routed_model: routedModel, reason: routedModel === (f.model ?? null) ? null : 'vendor_reported_model' },
     skills: [...f.skills],
-    cache: { result: 'off' },
+    cache: cache.decision,
     budget: f.budget,
     rate_limit: f.rateLimit,
     fail_open: f.failOpenReason === undefined ? null : { reason: f.failOpenReason },
+    refusal: f.refusal ?? null,
   };
   return { row, decision };
 }

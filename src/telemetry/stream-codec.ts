@@ -1,107 +1,77 @@
 import type { DecisionRecord, RequestRow } from './row.js';
 
-type Kind = 'str' | 'str?' | 'num' | 'num?' | 'bool' | 'bool?' | 'json';
-
 /**
- * How each column of a row is kept in its stream entry: one field per column
- * with the same field names in every entry, which Redis stores once per node
- * of the stream, so an entry costs little more than its values.
+ * The columns of a row in the order its stream entry keeps them. A new
+ * column goes at the end: an entry written before it existed reads it as null.
  */
-const COLUMNS: ReadonlyArray<readonly [keyof RequestRow, Kind]> = [
-  ['request_id', 'str'],
-  ['ts', 'str'],
-  ['tenant_id', 'str'],
-  ['key_id', 'str'],
-  ['session_id', 'str?'],
-  ['task_id', 'str?'],
-  ['team', 'str?'],
-  ['use_case', 'str?'],
-  ['desk', 'str?'],
-  ['pm', 'str?'],
-  ['strategy', 'str?'],
-  ['cost_centre', 'str?'],
-  ['project', 'str?'],
-  ['model', 'str?'],
-  ['provider', 'str'],
-  ['surface', 'str'],
-  ['channel', 'str'],
-  ['tier', 'str'],
-  ['relay_reason', 'str?'],
-  ['optimization_state', 'str'],
-  ['status', 'num'],
-  ['cache_tier', 'str?'],
-  ['destination_id', 'str?'],
-  ['model_serving_route', 'str'],
-  ['egress_mode', 'str?'],
-  ['error_detail', 'str?'],
-  ['tokens_in', 'num'],
-  ['tokens_out', 'num'],
-  ['tokens_saved', 'num'],
-  ['cost_usd', 'num'],
-  ['latency_ms', 'num'],
-  ['overhead_ms', 'num?'],
-  ['retry', 'bool'],
-  ['usage_estimated', 'bool'],
-  ['tool_fidelity', 'bool?'],
-  ['skills', 'json'],
+const COLUMNS: ReadonlyArray<keyof RequestRow> = [
+  'request_id',
+  'ts',
+  'tenant_id',
+  'key_id',
+  'session_id',
+  'task_id',
+  'team',
+  'use_case',
+  'desk',
+  'pm',
+  'strategy',
+  'cost_centre',
+  'project',
+  'model',
+  'provider',
+  'surface',
+  'channel',
+  'tier',
+  'relay_reason',
+  'optimization_state',
+  'status',
+  'cache_tier',
+  'destination_id',
+  'model_serving_route',
+  'egress_mode',
+  'error_detail',
+  'tokens_in',
+  'tokens_out',
+  'tokens_saved',
+  'cost_usd',
+  'latency_ms',
+  'overhead_ms',
+  'retry',
+  'usage_estimated',
+  'tool_fidelity',
+  'skills',
+  'error_type',
 ];
+const ROW_FIELD = 'row';
 const DECISION_FIELD = 'decision';
 
-const encode = (v: unknown, kind: Kind): string => {
-  if (v === null) return '';
-  if (kind === 'bool' || kind === 'bool?') return v ? '1' : '0';
-  if (kind === 'json') return JSON.stringify(v);
-  return String(v);
-};
-
-const decode = (v: string, kind: Kind): unknown => {
-  switch (kind) {
-    case 'str':
-      return v;
-    case 'str?':
-      return v === '' ? null : v;
-    case 'num':
-      return Number(v);
-    case 'num?':
-      return v === '' ? null : Number(v);
-    case 'bool':
-      return v === '1';
-    case 'bool?':
-      return v === '' ? null : v === '1';
-    case 'json':
-      return JSON.parse(v) as unknown;
-  }
-};
-
-/** The stream entry's fields and values, flat, as XADD takes them. */
-export function encodeEntry(row: RequestRow, decision: DecisionRecord): string[] {
-  const out: string[] = [];
-  for (const [name, kind] of COLUMNS) out.push(name, encode(row[name], kind));
-  out.push(DECISION_FIELD, JSON.stringify(decision));
-  return out;
+/**
+ * The stream entry of a row: two fields, the row's values as one JSON array
+ * in column order and the decision record as JSON. Every entry has the same
+ * two field names, which Redis stores once per node of the stream, and the
+ * append sends two values per row, not one per column.
+ */
+export function encodeEntry(row: RequestRow, decision: DecisionRecord): [string, string, string, string] {
+  const values: unknown[] = new Array(COLUMNS.length);
+  for (let i = 0; i < COLUMNS.length; i++) values[i] = row[COLUMNS[i] as keyof RequestRow];
+  return [ROW_FIELD, JSON.stringify(values), DECISION_FIELD, JSON.stringify(decision)];
 }
 
-const KIND = new Map<string, Kind>(COLUMNS.map(([n, k]) => [n, k]));
-
-/** A stream entry's row, and its decision record when asked. */
-export function decodeEntry(fields: readonly string[], withDecision: boolean): { row: RequestRow; decision: DecisionRecord | undefined } {
-  const row: Record<string, unknown> = {};
+/**
+ * A stream entry's row, and its decision record when asked; undefined for an
+ * entry without a row field (one written by a build that kept a field per
+ * column), which every read skips.
+ */
+export function decodeEntry(fields: readonly string[], withDecision: boolean): { row: RequestRow; decision: DecisionRecord | undefined } | undefined {
+  let values: unknown[] | undefined;
   let decision: DecisionRecord | undefined;
   for (let i = 0; i + 1 < fields.length; i += 2) {
-    const name = fields[i] as string;
-    const value = fields[i + 1] as string;
-    if (name === DECISION_FIELD) {
-      if (withDecision) decision = JSON.parse(value) as DecisionRecord;
-      continue;
-    }
-    const kind = KIND.get(name);
-    if (kind) row[name] = decode(value, kind);
+    if (fields[i] === ROW_FIELD) values = JSON.parse(fields[i + 1] as string) as unknown[];
+    else if (withDecision && fields[i] === DECISION_FIELD) decision = JSON.parse(fields[i + 1] as string) as DecisionRecord;
   }
+  if (values === undefined) return undefined;
+  const row: Record<string, unknown> = {};
+  for (let i = 0; i < COLUMNS.length; i++) row[COLUMNS[i] as string] = values[i] ?? null;
   return { row: row as unknown as RequestRow, decision };
-}
-
-/** The value a column has in a stream entry, for exact-match filters without decoding the whole row. */
-export function fieldValue(fields: readonly string[], name: string): string | undefined {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
-  return undefined;
 }

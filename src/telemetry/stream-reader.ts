@@ -1,12 +1,13 @@
-import { Redis } from 'ioredis';
 import { GatewayError } from '../errors.js';
-import { HOUR_MS, hourOf, telemetryKeys } from './keys.js';
+import { redisClient, type RedisClient, type RedisTarget } from '../stores/redis/client.js';
+import { HOUR_MS, hourOf, PERIOD_MS, telemetryKeys } from './keys.js';
+import { rollupReads } from './rollup-plan.js';
 import type { DecisionRecord, RequestRow } from './row.js';
-import { decodeEntry, fieldValue } from './stream-codec.js';
-import { dimensionTuple, parseCounters, rowCounters, splitTuple, UsageAggregator, type UsageQuery, type UsageRow } from './usage.js';
+import { decodeEntry } from './stream-codec.js';
+import { UsageAggregator, type UsageQuery, type UsageRow } from './usage.js';
 
 export interface StreamReaderOptions {
-  url: string;
+  target: RedisTarget;
   prefix: string;
   retentionMs: number;
   /** a read that takes longer is 504 store_timeout */
@@ -28,8 +29,6 @@ export interface StoredRequest {
 
 /** entries read per XREVRANGE page of the durable list */
 const PAGE = 500;
-/** windows up to this long are summed from raw rows (exact to the millisecond); longer ones from hourly rollups */
-const RAW_USAGE_MAX_MS = HOUR_MS;
 
 type Entry = [id: string, fields: string[]];
 
@@ -40,11 +39,10 @@ type Entry = [id: string, fields: string[]];
  * bounded; past the bound it is 504 store_timeout with its remedy.
  */
 export class StreamReader {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
 
   constructor(private readonly opts: StreamReaderOptions) {
-    this.redis = new Redis(opts.url, {
-      lazyConnect: true,
+    this.redis = redisClient(opts.target, {
       connectionName: `${opts.prefix}telemetry-reader`,
       commandTimeout: opts.boundMs,
       maxRetriesPerRequest: 1,
@@ -71,8 +69,9 @@ export class StreamReader {
       for (;;) {
         const page = (await this.redis.xrevrange(key, end, start, 'COUNT', count)) as Entry[];
         for (const [, fields] of page) {
-          if (!q.filters.every(([col, v]) => fieldValue(fields, col) === v)) continue;
           const e = decodeEntry(fields, q.withDecision);
+          if (e === undefined) continue;
+          if (!q.filters.every(([col, want]) => matches(e.row, col, want))) continue;
           if (Date.parse(e.row.ts) < q.startMs) continue;
           out.push(e);
           if (out.length >= q.limit) return out;
@@ -91,34 +90,35 @@ export class StreamReader {
       const hours = Math.ceil(this.opts.retentionMs / HOUR_MS) + 1;
       const pipeline = this.redis.pipeline();
       for (let h = now; h > now - hours; h--) pipeline.hget(keys.index(h), requestId);
-      const found = ((await pipeline.exec()) ?? []).map(([, id]) => id).find((id): id is string => typeof id === 'string');
+      const results = (await pipeline.exec()) ?? [];
+      // a lookup that failed (timed out) is not an absent id: it is thrown, never answered as 404
+      const failed = results.find(([err]) => err);
+      if (failed) throw failed[0];
+      const found = results.map(([, id]) => id).find((id): id is string => typeof id === 'string');
       if (found === undefined) return undefined;
       const [entry] = (await this.redis.xrange(keys.rows, found, found)) as Entry[];
       return entry ? decodeEntry(entry[1], true) : undefined;
     });
   }
 
-  /** Usage of the window ending now; a window over an hour reads whole UTC hours from the rollups, never raw rows. */
+  /** Usage of the window ending now, summed from the rollups of its minutes, hours or days (rollup-plan.ts), never from raw rows. */
   async usage(tenant: string, query: UsageQuery, windowMs: number, limit: number): Promise<UsageRow[]> {
     return this.bounded('a shorter window or fewer dimensions', async (deadline) => {
-      const agg = new UsageAggregator(query);
-      const now = Date.now();
-      if (windowMs <= RAW_USAGE_MAX_MS) {
-        for (const { row } of await this.list(tenant, { startMs: now - windowMs, limit: Number.MAX_SAFE_INTEGER, filters: [], withDecision: false })) {
-          agg.add(splitTuple(dimensionTuple(row)), Date.parse(row.ts), rowCounters(row));
-        }
-        return agg.rows(limit);
-      }
       const keys = telemetryKeys(this.opts.prefix, tenant);
-      const last = hourOf(now);
-      const first = hourOf(now - windowMs);
+      const reads = rollupReads(Date.now(), windowMs, query.bucket);
       const pipeline = this.redis.pipeline();
-      for (let h = first; h <= last; h++) pipeline.hgetall(keys.usage(h));
+      // by its upper-case name ioredis hands HGETALL's reply over as Redis sends it, a flat
+      // field-value array, not as an object built key by key: a read may hold 100,000 cells
+      for (const r of reads) pipeline.call('HGETALL', keys.usage(r.period, r.n));
       const results = (await pipeline.exec()) ?? [];
       deadline();
-      results.forEach(([err, hash], i) => {
+      const agg = new UsageAggregator(query);
+      results.forEach(([err, reply], i) => {
         if (err) throw err;
-        addRollup(agg, (first + i) * HOUR_MS, hash as Record<string, string>);
+        const { period, n } = reads[i] as (typeof reads)[number];
+        const atMs = n * PERIOD_MS[period];
+        const cells = Array.isArray(reply) ? (reply as string[]) : Object.entries(reply as Record<string, string>).flat();
+        for (let j = 0; j + 1 < cells.length; j += 2) agg.add(cells[j] as string, atMs, cells[j + 1] as string);
       });
       return agg.rows(limit);
     });
@@ -140,7 +140,8 @@ export class StreamReader {
   }
 }
 
-/** one hour's rollup hash into the aggregator */
-function addRollup(agg: UsageAggregator, hourMs: number, hash: Record<string, string>): void {
-  for (const [tuple, value] of Object.entries(hash)) agg.add(splitTuple(tuple), hourMs, parseCounters(value));
+/** an exact-match filter: the column's value as the query spells it (a null value matches nothing) */
+function matches(row: RequestRow, column: string, want: string): boolean {
+  const v = row[column as keyof RequestRow];
+  return v !== null && String(v) === want;
 }

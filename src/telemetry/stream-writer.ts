@@ -1,25 +1,35 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Redis } from 'ioredis';
+import { drain, DropLog, writerConnection } from '../stores/redis/batch-writer.js';
+import { pipelinePerNode, type RedisClient, type RedisTarget } from '../stores/redis/client.js';
 import type { Logger } from './log.js';
-import { HOUR_MS, hourOf, telemetryKeys } from './keys.js';
+import { HOUR_MS, PERIOD_MS, periodOf, telemetryKeys } from './keys.js';
+import { MINUTE_ROLLUP_KEEP_MS } from './rollup-plan.js';
 import type { DecisionRecord, RequestRow } from './row.js';
 import { encodeEntry } from './stream-codec.js';
 import { dimensionTuple, rowCounters } from './usage.js';
 
-interface ScriptedRedis extends Redis {
-  gwTelemetryAppend(numKeys: number, ...args: string[]): Promise<number>;
+interface AppendCommands {
+  gwTelemetryAppend(numKeys: number, ...args: string[]): unknown;
 }
+type ScriptedRedis = RedisClient & AppendCommands;
 
-/** One row waiting for Redis, already in the script's argument form. */
-interface PendingRow {
-  tenant: string;
-  keys: [string, string, string];
+/** One tenant's rows of a batch as the append script takes them. */
+interface Append {
+  keys: string[];
   args: string[];
 }
 
+/** One row waiting for Redis; its script arguments are made once, when it is first sent. */
+interface PendingRow {
+  row: RequestRow;
+  decision: DecisionRecord;
+  /** uid, request_id, dimension tuple, cost (nano-USD), tokens in, tokens out, cache hits, row, decision */
+  args?: string[];
+}
+
 export interface StreamWriterOptions {
-  url: string;
+  target: RedisTarget;
   prefix: string;
   retentionMs: number;
   /** rows held while Redis is slow or away; past it new rows are dropped (counted) */
@@ -34,23 +44,29 @@ export interface StreamWriterOptions {
 /** a batch goes out at this many rows, or after FLUSH_MS */
 export const BATCH_ROWS = 200;
 const FLUSH_MS = 100;
-/** a batch Redis has not answered in this long is retried (the row ids make the retry safe) */
-const COMMAND_TIMEOUT_MS = 2000;
+/** on a cluster, a batch no replica has confirmed within this is sent again (client.ts, replicaHolds) */
+const REPLICA_WAIT_MS = 1000;
 /** a row id is remembered this long past its hour, longer than any retry of its batch */
 const REMEMBER_MS = 2 * HOUR_MS;
-/** dropped rows are logged at most once per interval */
-const DROP_LOG_MS = 10_000;
 
 const script = readFileSync(new URL('./telemetry-append.lua', import.meta.url), 'utf8');
 
 /**
  * Appends rows to the tenants' Redis streams in batches, on a connection of
- * its own, never on a request's path: `append` only queues. One batch is in
+ * its own, never on a request's path: `append` only queues, and a row is
+ * encoded when its batch is first sent. One batch is in
  * flight at a time; a batch that fails or times out stays at the head of the
  * queue and is sent again, and the append script skips rows it has seen, so a
  * re-delivery never counts twice. While Redis is slow or away rows wait in a
  * bounded buffer; a row that does not fit is dropped, counted and logged once
  * per interval.
+ *
+ * Each tenant's rows are one script on the tenant's keys (one hash slot on a
+ * cluster); the scripts of a batch go out in one pipeline per node. On a
+ * cluster a batch is done only once a replica of each master it wrote to has
+ * it (WAIT 1 ends each pipeline): a master that fails before that may take
+ * the rows with it, so the batch is sent again, and what the promoted replica
+ * already had is skipped.
  */
 export class StreamWriter {
   private readonly redis: ScriptedRedis;
@@ -59,22 +75,13 @@ export class StreamWriter {
   private seq = 0;
   private inFlight: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private droppedSinceLog = 0;
-  private lastDropLog = 0;
+  private readonly drops: DropLog;
   private closed = false;
 
   constructor(private readonly opts: StreamWriterOptions) {
-    this.redis = new Redis(opts.url, {
-      lazyConnect: true,
-      connectionName: `${opts.prefix}telemetry-writer`,
-      commandTimeout: COMMAND_TIMEOUT_MS,
-      maxRetriesPerRequest: 0,
-      enableOfflineQueue: false,
-      retryStrategy: () => 500,
-    }) as ScriptedRedis;
-    this.redis.defineCommand('gwTelemetryAppend', { lua: script });
-    // reconnects are retried by the strategy above; errors surface through the appends
-    this.redis.on('error', () => undefined);
+    // a batch Redis has not answered in time is sent again: the row ids make that safe
+    this.redis = writerConnection<ScriptedRedis>(opts.target, `${opts.prefix}telemetry-writer`, 'gwTelemetryAppend', script);
+    this.drops = new DropLog(opts.log, 'telemetry rows dropped: Redis did not take them in time', opts.onDropped, () => this.queue.length);
   }
 
   async start(): Promise<void> {
@@ -88,26 +95,23 @@ export class StreamWriter {
   append(row: RequestRow, decision: DecisionRecord): void {
     if (this.closed) return;
     if (this.queue.length >= this.opts.maxBuffered) {
-      this.dropped(1);
+      this.drops.dropped(1);
       return;
     }
-    this.queue.push(this.pending(row, decision));
+    this.queue.push({ row, decision });
     if (this.queue.length >= BATCH_ROWS && this.inFlight === undefined) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), FLUSH_MS).unref();
   }
 
-  private pending(row: RequestRow, decision: DecisionRecord): PendingRow {
-    const at = Date.parse(row.ts);
-    const hour = hourOf(at);
-    const keys = telemetryKeys(this.opts.prefix, row.tenant_id);
+  /** the row's script arguments, made on its first send and kept for a retry (its uid must not change) */
+  private argsOf(p: PendingRow): string[] {
+    if (p.args) return p.args;
+    const { row } = p;
     const c = rowCounters(row);
-    const fields = encodeEntry(row, decision);
+    const [, values, , decision] = encodeEntry(row, p.decision);
     const uid = `${this.idPrefix}${(this.seq++).toString(36)}`;
-    return {
-      tenant: row.tenant_id,
-      keys: [keys.seen(hour), keys.index(hour), keys.usage(hour)],
-      args: [uid, String((hour + 1) * HOUR_MS), row.request_id, dimensionTuple(row), String(c.costNano), String(c.tokensIn), String(c.tokensOut), String(c.cacheHits), String(fields.length), ...fields],
-    };
+    p.args = [uid, row.request_id, dimensionTuple(row), String(c.costNano), String(c.tokensIn), String(c.tokensOut), String(c.cacheHits), values, decision];
+    return p.args;
   }
 
   /** sends what is queued, one batch at a time; resolves when the queue is empty or a batch failed */
@@ -125,56 +129,57 @@ export class StreamWriter {
 
   /** Sends queued rows and closes the connection; gives up on what Redis does not take within `graceMs`. */
   async close(graceMs: number): Promise<void> {
-    const deadline = Date.now() + graceMs;
-    while (this.queue.length > 0 && Date.now() < deadline) {
-      await this.flush();
-      if (this.queue.length > 0) await new Promise((r) => setTimeout(r, FLUSH_MS));
-    }
+    await drain(graceMs, FLUSH_MS, () => this.queue.length, () => this.flush());
     this.closed = true;
     clearTimeout(this.timer);
-    if (this.queue.length > 0) this.dropped(this.queue.splice(0).length);
-    this.logDrops(true);
+    if (this.queue.length > 0) this.drops.dropped(this.queue.splice(0).length);
+    this.drops.report(true);
     this.redis.disconnect();
   }
 
   private async sendBatch(): Promise<void> {
     const batch = this.queue.slice(0, BATCH_ROWS);
-    const byTenant = new Map<string, PendingRow[]>();
+    // one script call per tenant and UTC minute: its keys once, nine arguments per row
+    const groups = new Map<string, { tenant: string; at: number; args: string[] }>();
     for (const p of batch) {
-      const rows = byTenant.get(p.tenant);
-      if (rows) rows.push(p);
-      else byTenant.set(p.tenant, [p]);
+      const at = Date.parse(p.row.ts);
+      const id = `${periodOf('minute', at)} ${p.row.tenant_id}`;
+      let g = groups.get(id);
+      if (!g) groups.set(id, (g = { tenant: p.row.tenant_id, at, args: [] }));
+      g.args.push(...this.argsOf(p));
     }
-    const pipeline = this.redis.pipeline();
-    for (const [tenant, rows] of byTenant) {
-      const keys = [telemetryKeys(this.opts.prefix, tenant).rows, ...rows.flatMap((r) => r.keys)];
-      const args = [String(this.opts.retentionMs), String(REMEMBER_MS), ...rows.flatMap((r) => r.args)];
-      (pipeline as unknown as ScriptedRedis).gwTelemetryAppend(keys.length, ...keys, ...args);
-    }
-    try {
-      const results = (await pipeline.exec()) ?? [];
-      const failed = results.find(([err]) => err);
-      if (failed) throw failed[0];
-      this.queue.splice(0, batch.length);
-      this.opts.onAppended(results.reduce((n, [, added]) => n + Number(added), 0));
-    } catch (err) {
+    const appends: Append[] = [...groups.values()].map(({ tenant, at, args }) => {
+      const keys = telemetryKeys(this.opts.prefix, tenant);
+      const [minute, hour, day] = [periodOf('minute', at), periodOf('hour', at), periodOf('day', at)];
+      return {
+        // every key carries the tenant's hash tag: one slot per call
+        keys: [keys.rows, keys.seen(hour), keys.index(hour), keys.usage('minute', minute), keys.usage('hour', hour), keys.usage('day', day)],
+        args: [
+          String(this.opts.retentionMs),
+          String(REMEMBER_MS),
+          String(MINUTE_ROLLUP_KEEP_MS),
+          String((minute + 1) * PERIOD_MS.minute),
+          String((hour + 1) * PERIOD_MS.hour),
+          String((day + 1) * PERIOD_MS.day),
+          ...args,
+        ],
+      };
+    });
+    const nodes = await pipelinePerNode(
+      this.redis,
+      appends,
+      (a) => a.keys[0] as string,
+      (pipeline, a) => (pipeline as unknown as AppendCommands).gwTelemetryAppend(a.keys.length, ...a.keys, ...a.args),
+      REPLICA_WAIT_MS,
+    );
+    // a row counts once, when first appended: a batch sent again skips it
+    this.opts.onAppended(nodes.reduce((n, node) => node.replies.reduce((m, [err, added]) => (err ? m : m + Number(added)), n), 0));
+    const failure = nodes.find((node) => node.failure !== undefined)?.failure;
+    if (failure === undefined) this.queue.splice(0, batch.length);
+    else {
       this.opts.onAppendFailed();
-      this.opts.log.debug({ err, rows: batch.length }, 'telemetry batch not appended; retrying');
+      this.opts.log.debug({ err: failure, rows: batch.length }, 'telemetry batch not appended; retrying');
     }
-    this.logDrops(false);
-  }
-
-  private dropped(count: number): void {
-    this.droppedSinceLog += count;
-    this.opts.onDropped(count);
-    this.logDrops(false);
-  }
-
-  private logDrops(force: boolean): void {
-    const now = Date.now();
-    if (this.droppedSinceLog === 0 || (!force && now - this.lastDropLog < DROP_LOG_MS)) return;
-    this.opts.log.warn({ dropped: this.droppedSinceLog, buffered: this.queue.length }, 'telemetry rows dropped: Redis did not take them in time');
-    this.droppedSinceLog = 0;
-    this.lastDropLog = now;
+    this.drops.report(false);
   }
 }

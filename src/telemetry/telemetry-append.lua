@@ -1,64 +1,67 @@
--- Appends a batch of one tenant's rows: each becomes a stream entry, its
--- request id is indexed, and its usage is added to its hour's rollup, unless
--- its row id was appended before (a re-delivered batch counts nothing twice).
--- KEYS[1]: the tenant's stream; per row i (from 0): KEYS[2+3i] seen set,
--- KEYS[3+3i] id index, KEYS[4+3i] usage rollup of the row's hour (one slot: the tenant's tag).
--- ARGV[1]: retention ms; ARGV[2]: how long a row id is remembered past its hour (ms);
--- then per row: uid, end of its hour (ms), request_id, dimension tuple,
--- cost (nano-USD), tokens in, tokens out, cache hits, n, then n stream fields and values.
+-- Appends rows of one tenant and one UTC minute: each becomes a stream entry,
+-- its request id is indexed, and its usage is added to the rollups of its
+-- minute, hour and day, unless its row id was appended before (a re-delivered
+-- batch counts nothing twice).
+-- KEYS (one slot: the tenant's tag): 1 the tenant's stream, 2 the hour's seen
+-- row ids, 3 the hour's id index, 4..6 the usage rollups of the minute, hour and day.
+-- ARGV: 1 retention ms, 2 how long a row id is remembered past its hour (ms),
+-- 3 how long a minute rollup is kept past its minute (ms), 4..6 the end (ms) of
+-- the minute, hour and day; then per row: uid, request_id, dimension tuple,
+-- cost (nano-USD), tokens in, tokens out, cache hits, the row, the decision record.
 -- A rollup field is a dimension tuple; its value "requests cost tokens_in tokens_out cache_hits".
 -- Returns the number of rows appended.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local retention = tonumber(ARGV[1])
-local remember = tonumber(ARGV[2])
+local minuteEnd, hourEnd, dayEnd = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local minid = math.max(0, now - retention)
-local expiry = {}
+-- rows older than the minute rollups are kept (a late batch) are in no window read from minutes
+local rollups = { KEYS[5], KEYS[6] }
+local expiry = { [KEYS[5]] = hourEnd + retention, [KEYS[6]] = dayEnd + retention }
+if minuteEnd + tonumber(ARGV[3]) > now then
+  rollups[3] = KEYS[4]
+  expiry[KEYS[4]] = minuteEnd + tonumber(ARGV[3])
+end
 local cells = {}
 local order = {}
-local a = 3
-local k = 2
 local added = 0
-while a <= #ARGV do
-  local uid, hourEnd, rid, tuple = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3]
-  local n = tonumber(ARGV[a + 8])
-  local seen, index, usage = KEYS[k], KEYS[k + 1], KEYS[k + 2]
-  if redis.call('SADD', seen, uid) == 1 then
-    expiry[seen] = math.max(hourEnd, now) + remember
-    local id = redis.call('XADD', KEYS[1], 'MINID', '~', minid, '*', unpack(ARGV, a + 9, a + 8 + n))
-    redis.call('HSET', index, rid, id)
-    expiry[index] = hourEnd + retention
-    expiry[usage] = hourEnd + retention
-    local cell = usage .. '\0' .. tuple
-    local c = cells[cell]
+for a = 7, #ARGV, 9 do
+  if redis.call('SADD', KEYS[2], ARGV[a]) == 1 then
+    local id = redis.call('XADD', KEYS[1], 'MINID', '~', minid, '*', 'row', ARGV[a + 7], 'decision', ARGV[a + 8])
+    redis.call('HSET', KEYS[3], ARGV[a + 1], id)
+    local tuple = ARGV[a + 2]
+    local c = cells[tuple]
     if not c then
-      c = { usage, tuple, 0, 0, 0, 0, 0 }
-      cells[cell] = c
-      order[#order + 1] = cell
+      c = { 0, 0, 0, 0, 0 }
+      cells[tuple] = c
+      order[#order + 1] = tuple
     end
-    c[3] = c[3] + 1
-    c[4] = c[4] + tonumber(ARGV[a + 4])
-    c[5] = c[5] + tonumber(ARGV[a + 5])
-    c[6] = c[6] + tonumber(ARGV[a + 6])
-    c[7] = c[7] + tonumber(ARGV[a + 7])
+    c[1] = c[1] + 1
+    for i = 2, 5 do
+      c[i] = c[i] + tonumber(ARGV[a + i + 1])
+    end
     added = added + 1
   end
-  a = a + 9 + n
-  k = k + 3
 end
-for _, cell in ipairs(order) do
-  local c = cells[cell]
-  local old = redis.call('HGET', c[1], c[2])
-  if old then
-    local i = 3
-    for v in string.gmatch(old, '%S+') do
-      c[i] = c[i] + tonumber(v)
-      i = i + 1
+for _, key in ipairs(rollups) do
+  for _, tuple in ipairs(order) do
+    local c = { unpack(cells[tuple]) }
+    local old = redis.call('HGET', key, tuple)
+    if old then
+      local i = 1
+      for v in string.gmatch(old, '%S+') do
+        c[i] = c[i] + tonumber(v)
+        i = i + 1
+      end
     end
+    redis.call('HSET', key, tuple, string.format('%.0f %.0f %.0f %.0f %.0f', c[1], c[2], c[3], c[4], c[5]))
   end
-  redis.call('HSET', c[1], c[2], string.format('%.0f %.0f %.0f %.0f %.0f', c[3], c[4], c[5], c[6], c[7]))
 end
-for key, at in pairs(expiry) do
-  redis.call('PEXPIREAT', key, at)
+if added > 0 then
+  redis.call('PEXPIREAT', KEYS[2], math.max(hourEnd, now) + tonumber(ARGV[2]))
+  redis.call('PEXPIREAT', KEYS[3], hourEnd + retention)
+  for key, at in pairs(expiry) do
+    redis.call('PEXPIREAT', key, at)
+  end
 end
 return added

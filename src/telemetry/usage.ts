@@ -1,3 +1,4 @@
+import { DAY_MS, HOUR_MS } from './keys.js';
 import type { RequestRow } from './row.js';
 
 /** Usage dimensions by name, with the row column each reads. */
@@ -43,8 +44,6 @@ export function dimensionTuple(row: RequestRow): string {
   return out;
 }
 
-export const splitTuple = (tuple: string): string[] => tuple.split(SEP);
-
 /** The counters of one rollup cell (costs in nano-dollars, so sums stay exact integers). */
 export interface UsageCounters {
   requests: number;
@@ -52,12 +51,6 @@ export interface UsageCounters {
   tokensIn: number;
   tokensOut: number;
   cacheHits: number;
-}
-
-/** A rollup cell's value: "requests cost_nano tokens_in tokens_out cache_hits". */
-export function parseCounters(value: string): UsageCounters {
-  const [r = 0, c = 0, i = 0, o = 0, h = 0] = value.split(' ').map(Number);
-  return { requests: r, costNano: c, tokensIn: i, tokensOut: o, cacheHits: h };
 }
 
 export const toNano = (usd: number): number => Math.round(usd * 1e9);
@@ -69,7 +62,6 @@ export function rowCounters(row: RequestRow): UsageCounters {
 
 export type Bucket = 'hour' | 'day' | 'week';
 
-const DAY_MS = 86_400_000;
 /** 1970-01-01 was a Thursday: weeks start on Monday, UTC */
 const MONDAY_OFFSET_MS = 3 * DAY_MS;
 
@@ -77,7 +69,7 @@ const MONDAY_OFFSET_MS = 3 * DAY_MS;
 export function bucketStart(ms: number, bucket: Bucket): number {
   switch (bucket) {
     case 'hour':
-      return ms - (ms % 3_600_000);
+      return ms - (ms % HOUR_MS);
     case 'day':
       return ms - (ms % DAY_MS);
     case 'week':
@@ -96,9 +88,32 @@ export interface UsageRow {
   [column: string]: string | number | null;
 }
 
-/** Sums rollup cells (or single rows) into usage rows grouped by the requested dimensions and bucket. */
+/** One group of the answer: its dimension values and bucket, and its counters in rollup-cell order. */
+interface Group {
+  values: ReadonlyArray<string | null>;
+  bucket: number | undefined;
+  /** requests, cost_nano, tokens_in, tokens_out, cache_hits */
+  c: [number, number, number, number, number];
+}
+
+/** The groups of one combination of grouped values, by bucket start (NO_BUCKET without buckets). */
+interface Slot {
+  values: ReadonlyArray<string | null>;
+  groups: Map<number, Group>;
+}
+
+const NO_BUCKET = -1;
+
+/**
+ * Sums rollup cells into usage rows grouped by the requested dimensions and
+ * bucket. A tuple recurs in every period of the window, so what it means for
+ * the answer (filtered out, or which group) is worked out once per tuple.
+ */
 export class UsageAggregator {
-  private readonly groups = new Map<string, { values: Array<string | null>; bucket: number | undefined; c: UsageCounters }>();
+  /** by the grouped values, joined */
+  private readonly slots = new Map<string, Slot>();
+  /** by dimension tuple; null: a filter leaves it out */
+  private readonly placed = new Map<string, Slot | null>();
   private readonly filterAt: Array<[number, string]>;
   private readonly groupAt: number[];
 
@@ -107,37 +122,55 @@ export class UsageAggregator {
     this.groupAt = query.groupBy.map((d) => DIMENSION_NAMES.indexOf(d));
   }
 
-  /** one cell: the dimension values of a tuple at a time (ms) */
-  add(values: readonly string[], atMs: number, c: UsageCounters): void {
-    for (const [i, v] of this.filterAt) if (values[i] !== v) return;
-    const bucket = this.query.bucket === undefined ? undefined : bucketStart(atMs, this.query.bucket);
-    const picked = this.groupAt.map((i) => (values[i] === '' ? null : (values[i] as string)));
-    const id = `${bucket ?? ''}${SEP}${picked.join(SEP)}`;
-    const g = this.groups.get(id);
-    if (!g) {
-      this.groups.set(id, { values: picked, bucket, c: { ...c } });
-      return;
+  /** one rollup cell: a dimension tuple, the start of its period (ms) and its value "requests cost_nano tokens_in tokens_out cache_hits" */
+  add(tuple: string, atMs: number, value: string): void {
+    let slot = this.placed.get(tuple);
+    if (slot === undefined) {
+      slot = this.place(tuple);
+      this.placed.set(tuple, slot);
     }
-    g.c.requests += c.requests;
-    g.c.costNano += c.costNano;
-    g.c.tokensIn += c.tokensIn;
-    g.c.tokensOut += c.tokensOut;
-    g.c.cacheHits += c.cacheHits;
+    if (slot === null) return;
+    const bucket = this.query.bucket === undefined ? NO_BUCKET : bucketStart(atMs, this.query.bucket);
+    let g = slot.groups.get(bucket);
+    if (!g) slot.groups.set(bucket, (g = { values: slot.values, bucket: bucket === NO_BUCKET ? undefined : bucket, c: [0, 0, 0, 0, 0] }));
+    addCounters(g.c, value);
+  }
+
+  private place(tuple: string): Slot | null {
+    const values = tuple.split(SEP);
+    for (const [i, v] of this.filterAt) if (values[i] !== v) return null;
+    const picked = this.groupAt.map((i) => (values[i] === '' ? null : (values[i] as string)));
+    const id = picked.join(SEP);
+    let slot = this.slots.get(id);
+    if (!slot) this.slots.set(id, (slot = { values: picked, groups: new Map() }));
+    return slot;
   }
 
   /** by bucket (oldest first), then by cost (highest first) */
   rows(limit: number): UsageRow[] {
-    const sorted = [...this.groups.values()].sort((a, b) => (a.bucket ?? 0) - (b.bucket ?? 0) || b.c.costNano - a.c.costNano);
+    const groups = [...this.slots.values()].flatMap((s) => [...s.groups.values()]);
+    const sorted = groups.sort((a, b) => (a.bucket ?? 0) - (b.bucket ?? 0) || b.c[1] - a.c[1]);
     return sorted.slice(0, limit).map((g) => {
       const row: UsageRow = {};
       if (g.bucket !== undefined) row['bucket_start'] = new Date(g.bucket).toISOString();
       this.query.groupBy.forEach((d, i) => (row[d] = g.values[i] ?? null));
-      row['requests'] = g.c.requests;
-      row['cost_usd'] = g.c.costNano / 1e9;
-      row['tokens_in'] = g.c.tokensIn;
-      row['tokens_out'] = g.c.tokensOut;
-      row['cache_hits'] = g.c.cacheHits;
+      row['requests'] = g.c[0];
+      row['cost_usd'] = g.c[1] / 1e9;
+      row['tokens_in'] = g.c[2];
+      row['tokens_out'] = g.c[3];
+      row['cache_hits'] = g.c[4];
       return row;
     });
+  }
+}
+
+/** adds a cell's value "requests cost_nano tokens_in tokens_out cache_hits" to `c`, without splitting it */
+function addCounters(c: Group['c'], value: string): void {
+  let from = 0;
+  for (let i = 0; i < c.length; i++) {
+    const space = value.indexOf(' ', from);
+    const end = space === -1 ? value.length : space;
+    c[i] = (c[i] as number) + Number(value.slice(from, end));
+    from = end + 1;
   }
 }

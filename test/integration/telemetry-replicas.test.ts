@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
 import { call, errorMessage, type Answer } from '../helpers/api.js';
-import { CONFIG_SECRET, devKeySecret, dropRedisPrefix, newRedisPrefix, startTestGateway, UNLIMITED_RPS, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { CONFIG_SECRET, devKeySecret, dropRedisPrefix, newRedisPrefix, REDIS_URL, SECRETS_KEY, startTestGateway, UNLIMITED_RPS, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { privateRedis } from '../helpers/private-redis.js';
 import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
 import { eventually } from '../helpers/wait.js';
 
@@ -100,6 +101,14 @@ describe('telemetry across replicas on one Redis', () => {
       assert.equal(cc7[0]?.['cost_usd'], request['cost_usd']);
       assert.match(String(cc7[0]?.['bucket_start']), /^\d{4}-\d\d-\d\dT\d\d:00:00\.000Z$/);
       assert.deepEqual(usage[0]?.json['group_by'], ['team', 'cost_centre']);
+    }
+    // seven days and a week's bucket are summed from day rollups (and the first part-day's hours)
+    for (const query of ['window=7d', 'window=30d&bucket=week']) {
+      const usage = await Promise.all([a, b, c].map((gw) => call(gw, `/api/v1/usage?group_by=team,cost_center&cost_centre=cc-7&${query}`, { key: acmeKey })));
+      for (const u of usage) assert.deepEqual(u.json, usage[0]?.json, query);
+      const rows = usage[0]?.json['data'] as Array<Record<string, unknown>>;
+      assert.equal(rows.length, 1, `${query}: ${JSON.stringify(rows)}`);
+      assert.deepEqual([rows[0]?.['team'], rows[0]?.['requests'], rows[0]?.['cost_usd']], ['quant', 1, request['cost_usd']], query);
     }
   });
 
@@ -209,7 +218,8 @@ describe('telemetry while Redis stalls', () => {
   it('requests still answer, and every row they produced is appended once, although its batch reached Redis twice', async () => {
     const fake = await startFakeOpenAI();
     const stalled = await startGatewayBehindProxy(bootstrap, { GW_UPSTREAM_OPENAI: fake.origin });
-    const reader = await startTestGateway({ redisPrefix: stalled.prefix });
+    // the proxy's Redis, which is always the one node (REDIS_URL)
+    const reader = await startTestGateway({ redisPrefix: stalled.prefix, env: { GW_REDIS_URL: REDIS_URL } });
     try {
       await chat(stalled.gw);
       stalled.proxy.hang();
@@ -228,6 +238,75 @@ describe('telemetry while Redis stalls', () => {
     } finally {
       await reader.close();
       await stalled.close();
+      await fake.close();
+    }
+  });
+});
+
+/** a gauge or counter of the gateway's /metrics */
+const metric = async (gw: TestGateway, name: string): Promise<number> => {
+  const line = (await (await fetch(`${gw.url}/metrics`)).text()).split('\n').find((l) => l.startsWith(`${name} `));
+  return Number(line?.split(' ')[1]);
+};
+
+describe('a telemetry read Redis does not answer in time', () => {
+  it('is 504 store_timeout with Retry-After: 5 and the remedy in the message', async () => {
+    const stalled = await startGatewayBehindProxy(bootstrap, { GW_TELEMETRY_READ_TIMEOUT_S: '0.3' });
+    try {
+      stalled.proxy.hang();
+      const cases: Array<[string, RegExp]> = [
+        ['/api/v1/usage?window=7d', /shorter window or fewer dimensions/],
+        ['/api/v1/tenant/requests', /narrower window or more filters/],
+        ['/api/v1/tenant/request/req-x', /retry shortly/],
+      ];
+      for (const [path, remedy] of cases) {
+        const res = await call(stalled.gw, path, { key: acmeKey });
+        assert.equal(res.status, 504, path);
+        assert.equal(res.headers.get('x-gw-error'), 'store_timeout', path);
+        assert.equal(res.headers.get('retry-after'), '5', path);
+        assert.match(errorMessage(res), remedy, path);
+      }
+    } finally {
+      await stalled.close();
+    }
+  });
+});
+
+describe('telemetry while Redis is away', () => {
+  it('rows wait in the bounded buffer and are appended once Redis is back; the overflow is counted and logged once, never per request', async () => {
+    const BUFFER = 4;
+    const fake = await startFakeOpenAI();
+    const redis = await privateRedis();
+    const gw = await startTestGateway({
+      bootstrap,
+      env: { GW_UPSTREAM_OPENAI: fake.origin, GW_REDIS_URL: redis.url, GW_SECRETS_KEY: SECRETS_KEY, GW_WORKERS: '1', GW_TELEMETRY_BUFFER_ROWS: String(BUFFER) },
+    });
+    try {
+      await redis.stop();
+      const during: string[] = [];
+      const ms: number[] = [];
+      for (let i = 0; i < BUFFER + 3; i++) {
+        const t = performance.now();
+        during.push(await chat(gw, { 'x-gw-project': 'outage' }));
+        ms.push(performance.now() - t);
+      }
+      ms.sort((x, y) => x - y);
+      process.stdout.write(`telemetry with Redis away: relay p50 ${ms[Math.floor(ms.length / 2)]?.toFixed(1)} ms\n`);
+      assert.equal(await metric(gw, 'gw_telemetry_rows_buffered'), BUFFER, 'the buffer is full, the requests answered');
+      assert.equal(await metric(gw, 'gw_telemetry_rows_dropped_total'), 3);
+      const dropLines = () => gw.logs.filter((l) => l.includes('telemetry rows dropped'));
+      assert.equal(dropLines().length, 1, 'one line for the first drop; the rest are held for the next interval');
+
+      await redis.restart();
+      const kept = during.slice(0, BUFFER);
+      await eventually(async () => (await metric(gw, 'gw_telemetry_rows_buffered')) === 0, 'the buffered rows appended');
+      for (const id of kept) assert.equal((await durable(gw, id)).status, 200, id);
+      for (const id of during.slice(BUFFER)) assert.equal((await durable(gw, id)).status, 404, `${id} was dropped`);
+      const usage = await call(gw, '/api/v1/usage?window=1h&group_by=project&project=outage', { key: acmeKey });
+      assert.equal((usage.json['data'] as Array<{ requests: number }>)[0]?.requests, BUFFER);
+    } finally {
+      await gw.close();
+      await redis.stop();
       await fake.close();
     }
   });
