@@ -2,7 +2,7 @@ import type { Presented } from '../http/credentials.js';
 import type { GatewayRequest, ResponseSink, Surface } from '../http/types.js';
 import type { Caller } from '../tenancy/types.js';
 import type { RelayOutcome } from './relay.js';
-import { ADMITTED, type Admission, type Call, type Plan, type RequestFacts, type RouteRow, type ServedBy, type SkillChoices, type SkillReports, type StageName } from './types.js';
+import { ADMITTED, type Admission, type Call, type Plan, type ReplyTap, type RequestFacts, type RouteRow, type ServedBy, type SkillChoices, type SkillReports, type StageName } from './types.js';
 
 /** One request's way through the stages: what each stage learnt, in one object per request. */
 export class Exchange implements RequestFacts {
@@ -10,8 +10,12 @@ export class Exchange implements RequestFacts {
   caller: Caller | undefined;
   /** the credentials as the caller presented them (a plan may read them otherwise: Plan.presented) */
   presented: Presented | undefined;
-  /** the candidate being tried, with the fallbacks after it */
+  /** the candidate being tried, with the fallbacks after it (planned again when a skill changed the request) */
   plan: Plan | undefined;
+  /** the candidate as planned before the skills changed the request: what a direct relay sends */
+  unskilled: Plan | undefined;
+  /** which candidate is being tried: 0 the first, 1 the first fallback… */
+  attempt = 0;
   call: Call | undefined;
   /** the reply, once dispatched (or answered by a stage) */
   outcome: RelayOutcome | undefined;
@@ -23,12 +27,18 @@ export class Exchange implements RequestFacts {
   skillChoices: SkillChoices | undefined;
   /** what each skill stage did (the trace, the headers and the row read it here) */
   readonly skills: SkillReports = { list: [], settled: undefined };
+  /** the skills' taps on this attempt's reply (none: it passes untouched) */
+  replyTaps: ReplyTap[] | undefined;
   /** where the provider credential came from, once resolved */
   credentialSource: 'pass_through' | 'stored' | undefined;
   /** set when the call was relayed directly because a stage of the gateway failed or a skill bypassed it: the row's error_detail */
   failOpenReason: string | undefined;
   /** the self-hosted destination that served the call, if one did */
   destination: ServedBy | undefined;
+  /** the call's spend-cap reservation (USD) until it is settled, for the decision record (undefined: none made) */
+  reservedUsd: number | undefined;
+  /** the rate limit's remaining requests once it admitted the request (undefined: not judged) */
+  rateLimitRemaining: number | undefined;
   /** what admission and metering reserved, settled at accounting (undefined: nothing to settle) */
   private held: Admission[] | undefined;
 
@@ -43,14 +53,17 @@ export class Exchange implements RequestFacts {
   }
 
   hold(a: Admission): void {
-    if (a === ADMITTED) return;
+    if (a.remaining !== undefined) this.rateLimitRemaining = a.remaining;
+    if (a.reservedUsd !== undefined) this.reservedUsd = (this.reservedUsd ?? 0) + a.reservedUsd;
+    if (a.settle === ADMITTED.settle) return;
     (this.held ??= []).push(a);
   }
 
-  /** settles every reservation once, with the call's cost (0: released, nothing was spent) */
+  /** settles every reservation once, with the call's cost (0: released, nothing was spent); read the reservation before */
   settle(cost: number | undefined): void {
     const held = this.held;
     this.held = undefined;
+    this.reservedUsd = undefined;
     if (held) for (const a of held) a.settle(cost);
   }
 }

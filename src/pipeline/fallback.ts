@@ -1,5 +1,13 @@
 import { GatewayError } from '../errors.js';
-import type { HeaderList, ResponseMeta, ResponseSink } from '../http/types.js';
+import type { HeaderList } from '../http/types.js';
+import { failureKind } from '../upstream/client.js';
+import { DelegatingSink } from './delegating-sink.js';
+
+/** Which failures of an attempt another attempt may mend: held back rather than written. */
+export interface HoldRule {
+  status(status: number): boolean;
+  error(err: unknown): boolean;
+}
 
 /** Vendor answers after which the next candidate is tried: rate limited, or failed on its side. */
 const retryableStatus = (status: number): boolean => status === 429 || status >= 500;
@@ -7,58 +15,46 @@ const retryableStatus = (status: number): boolean => status === 429 || status >=
 /** The gateway's own summaries of an upstream that could not be reached or did not answer. */
 const retryableError = (err: unknown): boolean => err instanceof GatewayError && (err.type === 'upstream_unavailable' || err.type === 'upstream_timeout');
 
+/** The next candidate (another model) is tried after these. */
+export const NEXT_CANDIDATE: HoldRule = { status: retryableStatus, error: retryableError };
+
 /**
- * The caller's sink as one attempt of a call with a further candidate sees
- * it: a vendor 429 or 5xx, or an upstream that could not be reached, is held
- * back instead of written (`heldBack` tells the pipeline to try the next
- * candidate). Anything else, and everything once the status line is out,
- * passes through.
+ * A connection that was never made (refused, unreachable, name not found):
+ * nothing of the call was sent, so another server may take it. A reset is not
+ * one: undici cannot tell whether the request had gone out before it.
  */
-export class FallbackSink implements ResponseSink {
+export const neverConnected = (err: unknown): boolean => err instanceof GatewayError && err.type === 'upstream_unavailable' && err.cause instanceof Error && failureKind(err.cause) === 'connect';
+
+/**
+ * The caller's sink as one attempt of a call sees it when another attempt
+ * may follow: a failure `rule` holds (for the next candidate: a vendor 429 or
+ * 5xx, an upstream that could not be reached or did not answer) is held back
+ * instead of written (`heldBack` tells the pipeline to try again,
+ * `heldError` is the gateway's failure, if it was one). Anything else, and
+ * everything once the status line is out, passes through.
+ */
+export class FallbackSink extends DelegatingSink {
   /** this attempt's failure was held back */
   heldBack = false;
+  /** the gateway's error held back (undefined when a vendor answer was) */
+  heldError: unknown;
 
-  constructor(private readonly res: ResponseSink) {}
-
-  get aborted(): boolean {
-    return this.res.aborted;
-  }
-  get started(): boolean {
-    return this.res.started;
-  }
-  get extraHeaders(): HeaderList {
-    return this.res.extraHeaders;
-  }
-  get meta(): ResponseMeta {
-    return this.res.meta;
+  constructor(
+    inner: ConstructorParameters<typeof DelegatingSink>[0],
+    private readonly rule: HoldRule = NEXT_CANDIDATE,
+  ) {
+    super(inner);
   }
 
-  send(status: number, headers: HeaderList, body: Uint8Array | string): void {
-    if (!this.res.started && retryableStatus(status)) this.heldBack = true;
-    else this.res.send(status, headers, body);
+  override send(status: number, headers: HeaderList, body: Uint8Array | string): void {
+    if (!this.inner.started && this.rule.status(status)) this.heldBack = true;
+    else this.inner.send(status, headers, body);
   }
 
-  fail(err: unknown, extraHeaders?: HeaderList): void {
-    if (!this.res.started && retryableError(err)) this.heldBack = true;
-    else this.res.fail(err, extraHeaders);
-  }
-
-  start(status: number, headers: HeaderList): void {
-    this.res.start(status, headers);
-  }
-  write(chunk: Uint8Array | string): boolean {
-    return this.res.write(chunk);
-  }
-  onDrain(cb: () => void): void {
-    this.res.onDrain(cb);
-  }
-  end(chunk?: Uint8Array | string): void {
-    this.res.end(chunk);
-  }
-  onAbort(cb: () => void): void {
-    this.res.onAbort(cb);
-  }
-  shortenDeadline(ms: number, message: string): void {
-    this.res.shortenDeadline(ms, message);
+  override fail(err: unknown, extraHeaders?: HeaderList): void {
+    if (!this.inner.started && this.rule.error(err)) {
+      this.heldBack = true;
+      this.heldError = err;
+    } else this.inner.fail(err, extraHeaders);
   }
 }

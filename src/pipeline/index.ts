@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors.js';
+import { asGatewayError, GatewayError } from '../errors.js';
 import type { GatewayRequest, HeaderList, ResponseSink, Route } from '../http/types.js';
 import type { Providers } from '../providers/index.js';
 import type { Directory } from '../tenancy/directory.js';
@@ -11,7 +11,7 @@ import type { UpstreamInflight } from '../upstream/inflight.js';
 import { Exchange } from './exchange.js';
 import type { RelayDeps, RelayLimits } from './relay.js';
 import { runStages } from './runner.js';
-import { accountFor, authenticateStage, dispatch, dispatchStage, planStage, PolicyList, sendAnswer, skillsStage, tryCandidate, type AccountingDeps, type DispatchDeps } from './stages.js';
+import { accountFor, accountRefusalFor, authenticateStage, dispatch, dispatchStage, planStage, PolicyList, sendAnswer, skillsStage, tryCandidate, type AccountingDeps, type DispatchDeps } from './stages.js';
 import { NO_SKILLS, type Candidate, type DestinationRouter, type PolicyStage, type RouteRow, type RowSink, type SkillsStage, type Stage, type Verdict } from './types.js';
 
 export interface PipelineDeps {
@@ -82,7 +82,7 @@ export class Pipeline {
       authenticateStage(deps.directory),
       planStage(deps.providers),
       new PolicyList('admission', deps.admission, 'policy_'),
-      skillsStage(deps.skills ?? NO_SKILLS),
+      skillsStage(deps.skills ?? NO_SKILLS, { providers: deps.providers, candidateChecks: deps.admission.filter((p) => p.candidate) }),
       this.metering,
       dispatchStage(this.dispatchDeps),
     ];
@@ -116,20 +116,28 @@ export class Pipeline {
 
   /** the run's last verdict: an answer is sent, a refusal thrown to the front, a bypass relayed directly; then accounting, and the next candidate after a held-back failure */
   private finish(ex: Exchange, v: Verdict): Promise<void> | void {
-    if (v.kind === 'refuse') {
-      ex.settle(0);
-      throw v.error;
-    }
+    if (v.kind === 'refuse') throw this.refused(ex, v.error);
     if (v.kind === 'bypass') return this.relayDirectly(ex, { reason: v.reason });
     if (v.kind === 'answer') sendAnswer(ex, v);
+    this.replyEnded(ex);
     this.account(ex);
     if (ex.heldBack) return this.tryNext(ex);
   }
 
+  /** the reply taps learn the call's outcome before accounting (a tap's figure joins the row) */
+  private replyEnded(ex: Exchange): void {
+    const { replyTaps, outcome } = ex;
+    if (replyTaps === undefined || outcome === undefined) return;
+    for (const tap of replyTaps) tap.ended?.(outcome, ex.skills);
+  }
+
   /** a held-back failure has a further candidate (dispatch holds back only then): the run resumes with it */
   private tryNext(ex: Exchange): Promise<void> | void {
-    const [next, ...rest] = (ex.plan as NonNullable<Exchange['plan']>).fallbacks as readonly [Candidate, ...Candidate[]];
+    // the next candidate as planned from the caller's bytes: the skills run again for it, and their change is planned again
+    const [next, ...rest] = ((ex.unskilled ?? ex.plan) as NonNullable<Exchange['plan']>).fallbacks as readonly [Candidate, ...Candidate[]];
     ex.req.log.info({ model: ex.call?.model, status: ex.outcome?.status, next: next.model }, 'trying the next candidate');
+    ex.replyTaps = undefined;
+    ex.attempt++;
     tryCandidate(ex, { ...next, fallbacks: rest });
     return this.run(ex, this.candidateFrom);
   }
@@ -137,10 +145,28 @@ export class Pipeline {
   /** A refusal releases what was reserved; a fault fails open, or is a clean 502 where it cannot. */
   private recover(ex: Exchange, err: unknown): Promise<void> | void {
     if (!(err instanceof GatewayError) && !ex.res.started && ex.plan && FAILS_OPEN.has(ex.at)) return this.relayDirectly(ex, { fault: err });
-    ex.settle(0);
     // a fault before there is a plan has nothing to relay: the front answers it as internal_error
-    if (err instanceof GatewayError || ex.res.started || !ex.plan) throw err;
-    throw this.unrelayable(ex, err);
+    if (err instanceof GatewayError || ex.res.started || !ex.plan) throw this.refused(ex, err);
+    throw this.refused(ex, this.unrelayable(ex, err));
+  }
+
+  /**
+   * A request ending in the gateway's own error: its row, when the caller is
+   * known (an unknown key is no tenant's), with the status and type it is
+   * answered with; then what it reserved is released. Returns `err`.
+   */
+  private refused(ex: Exchange, err: unknown): unknown {
+    if (ex.caller) {
+      const stage = ex.at;
+      ex.at = 'accounting';
+      try {
+        accountRefusalFor(this.accounting, ex, stage, asGatewayError(err));
+      } catch (fault) {
+        ex.req.log.error({ err: fault }, 'accounting of a refused request failed');
+      }
+    }
+    ex.settle(0);
+    return err;
   }
 
   /**
@@ -161,18 +187,24 @@ export class Pipeline {
       ex.req.log.info({ stage: ex.at, reason: cause.reason }, 'bypass: relaying the call directly to the provider');
       await this.meterBypass(ex);
     }
+    // none of the skills' changes: the call as planned from the caller's bytes, its reply untouched
+    if (ex.unskilled) tryCandidate(ex, ex.unskilled);
+    ex.replyTaps = undefined;
     const plan = ex.plan as NonNullable<Exchange['plan']>;
     const call = ex.call as NonNullable<Exchange['call']>;
     call.body = plan.body;
     call.model = plan.model;
+    if (plan.unrouted) {
+      ex.settle(0);
+      throw plan.unrouted;
+    }
     let answer;
+    ex.at = 'dispatch';
     try {
       // the direct relay is the call's last try: its failure is answered
       answer = await dispatch(this.dispatchDeps, ex, SERVED_DIRECTLY, plan.body, false);
     } catch (err) {
-      ex.settle(0);
-      if (err instanceof GatewayError || ex.res.started) throw err;
-      throw this.unrelayable(ex, err);
+      throw this.refused(ex, err instanceof GatewayError || ex.res.started ? err : this.unrelayable(ex, err));
     }
     if (answer) sendAnswer(ex, answer);
     this.account(ex);
@@ -188,10 +220,7 @@ export class Pipeline {
     try {
       await this.metering.run(ex);
     } catch (err) {
-      if (err instanceof GatewayError) {
-        ex.settle(0);
-        throw err;
-      }
+      if (err instanceof GatewayError) throw this.refused(ex, err);
       ex.req.log.warn({ err, stage: 'metering' }, 'internal fault: relaying directly to the provider');
     }
   }

@@ -1,16 +1,18 @@
 import { GatewayError } from '../errors.js';
-import type { HeaderList } from '../http/types.js';
+import type { Presented } from '../http/credentials.js';
+import type { GatewayRequest, HeaderList, ResponseSink } from '../http/types.js';
 import type { Providers } from '../providers/index.js';
 import type { UpstreamRequest } from '../providers/types.js';
 import type { Directory } from '../tenancy/directory.js';
+import type { Caller } from '../tenancy/types.js';
 import type { StoredKeys } from '../tenancy/vendor-keys.js';
 import type { Metrics } from '../telemetry/metrics.js';
-import { account } from './accounting.js';
+import { account, accountRefusal } from './accounting.js';
 import { authenticate, presentedCredentials } from './auth.js';
 import { resolveCredential } from './credentials.js';
 import type { Exchange } from './exchange.js';
 import { forwardHeaders } from './forward-headers.js';
-import { FallbackSink } from './fallback.js';
+import { FallbackSink, NEXT_CANDIDATE, neverConnected, type HoldRule } from './fallback.js';
 import { relay, type RelayDeps, type RelayOutcome } from './relay.js';
 import { CONTINUE, type Answer, type Call, type Candidate, type DestinationRouter, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
 
@@ -49,6 +51,7 @@ function adopt(ex: Exchange, plan: Plan): Verdict {
 export function tryCandidate(ex: Exchange, plan: Plan): void {
   const caller = ex.caller as NonNullable<Exchange['caller']>;
   ex.plan = plan;
+  ex.unskilled = undefined;
   ex.heldBack = false;
   ex.call = callOf(ex, caller, plan);
   const meta = ex.res.meta;
@@ -105,8 +108,85 @@ export class PolicyList implements Stage<Exchange> {
   }
 }
 
+/** What the skills stage needs to plan a call again once a skill changed it. */
+export interface ReplanDeps {
+  providers: Providers;
+  /** admission's checks of a further candidate (model access, residency): a routed call is judged as one */
+  candidateChecks: readonly PolicyStage[];
+}
+
 // after the plan stage the exchange has its call: it is the skills' input as it stands, with no copy
-export const skillsStage = (skills: SkillsStage): Stage<Exchange> => ({ name: 'skills', run: (ex) => skills.run(ex as Exchange & SkillInput) });
+export const skillsStage = (skills: SkillsStage, deps: ReplanDeps): Stage<Exchange> => ({
+  name: 'skills',
+  run(ex) {
+    const out = skills.run(ex as Exchange & SkillInput);
+    return out instanceof Promise ? out.then((v) => afterSkills(deps, ex, v)) : afterSkills(deps, ex, out);
+  },
+});
+
+/** A skill's change is planned again as the caller's own request would be; a call that still names no model is refused. */
+function afterSkills(deps: ReplanDeps, ex: Exchange, v: Verdict): Verdict | Promise<Verdict> {
+  if (v.kind === 'rewrite') return replan(deps, ex, v);
+  const unrouted = (ex.plan as Plan).unrouted;
+  if (v.kind === 'continue' && unrouted) return { kind: 'refuse', error: unrouted };
+  return v;
+}
+
+/**
+ * The skills changed the caller's request (its body, in the surface's own
+ * shape, and/or its model): the route plans it again, so a translation, a
+ * model named in the path, or another provider follow the change. The
+ * candidate being tried stays the same one of the new plan; the plan as it
+ * was is kept for a direct relay.
+ */
+function replan(deps: ReplanDeps, ex: Exchange, v: Extract<Verdict, { kind: 'rewrite' }>): Verdict | Promise<Verdict> {
+  const input: PlanInput = { providers: deps.providers, presented: ex.presented as Presented, caller: ex.caller as Caller, facts: ex, ...(v.model !== undefined && { model: v.model }) };
+  const planned = ex.row.plan(v.body === undefined ? ex.req : withBody(ex.req, v.body), input);
+  return planned instanceof Promise ? planned.then((p) => adoptReplan(deps, ex, p)) : adoptReplan(deps, ex, planned);
+}
+
+function adoptReplan(deps: ReplanDeps, ex: Exchange, plan: Plan): Verdict {
+  const unskilled = ex.plan as Plan;
+  const taps = ex.replyTaps;
+  const candidates = [plan, ...(plan.fallbacks ?? [])];
+  const next = ex.attempt === 0 ? plan : { ...(candidates[ex.attempt] as Candidate), fallbacks: candidates.slice(ex.attempt + 1), deadlineMs: plan.deadlineMs, skillChoices: plan.skillChoices };
+  // a vendor key the caller passed through is the named provider's: routed elsewhere, the call takes that provider's stored key
+  const chosen = next.provider === unskilled.provider ? next : { ...next, presented: { ...(next.presented ?? (ex.presented as Presented)), vendorKey: undefined, vendorCarrier: undefined } };
+  tryCandidate(ex, chosen);
+  ex.unskilled = unskilled;
+  ex.replyTaps = taps;
+  const call = ex.call as Call;
+  for (const policy of deps.candidateChecks) policy.candidate?.(call);
+  if (plan.unrouted) return { kind: 'refuse', error: plan.unrouted };
+  return CONTINUE;
+}
+
+/** The caller's request with the body the skills left (what a second plan reads). */
+const withBody = (req: GatewayRequest, body: Buffer): GatewayRequest => ({
+  id: req.id,
+  method: req.method,
+  path: req.path,
+  query: req.query,
+  headers: req.headers,
+  params: req.params,
+  body,
+  stages: req.stages,
+  get log() {
+    return req.log;
+  },
+  get logLines() {
+    return req.logLines;
+  },
+});
+
+/** The sink the reply is written to through the request's reply taps, the last tap outermost (it sees the reply first). */
+function tapped(ex: Exchange, sink: ResponseSink): ResponseSink {
+  const taps = ex.replyTaps;
+  if (taps === undefined) return sink;
+  let out = sink;
+  for (const tap of taps) out = tap.wrap(out);
+  return out;
+}
 
 export interface DispatchDeps {
   providers: Providers;
@@ -151,7 +231,7 @@ export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: Heade
   };
   const adapter = deps.providers.get(call.provider);
   const authorized = adapter.authorize(unsigned, resolved.credential, location);
-  await send(deps, ex, servedBy, authorized instanceof Promise ? await authorized : authorized, mayFallBack);
+  await send(deps, ex, servedBy, authorized instanceof Promise ? await authorized : authorized, mayFallBack && plan.fallbacks?.length ? new FallbackSink(ex.res) : ex.res);
   return undefined;
 }
 
@@ -162,14 +242,13 @@ function upstreamHeaders(ex: Exchange): Record<string, string> {
   return plan.headers ? { ...forwarded, ...plan.headers } : forwarded;
 }
 
-/** relays the signed request and keeps the outcome for accounting; a failure before any byte is held back while a fallback remains */
-async function send(deps: DispatchDeps, ex: Exchange, servedBy: HeaderList, request: UpstreamRequest, mayFallBack: boolean): Promise<void> {
+/** relays the signed request and keeps the outcome for accounting; a FallbackSink holds back a failure before any byte that another attempt may mend */
+async function send(deps: DispatchDeps, ex: Exchange, servedBy: HeaderList, request: UpstreamRequest, sink: ResponseSink): Promise<void> {
   const plan = ex.plan as Plan;
   const gatewayHeaders = plan.replyHeaders ? [...servedBy, ...plan.replyHeaders] : servedBy;
   ex.servedBy = servedBy.find(([name]) => name === 'x-gw-served-by')?.[1];
-  const sink = mayFallBack && plan.fallbacks?.length ? new FallbackSink(ex.res) : ex.res;
   const adapter = deps.providers.get((ex.call as NonNullable<Exchange['call']>).provider);
-  ex.outcome = await relay(deps.relay, ex.req, sink, adapter, request, { gatewayHeaders, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
+  ex.outcome = await relay(deps.relay, ex.req, tapped(ex, sink), adapter, request, { gatewayHeaders, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
   if (sink instanceof FallbackSink) ex.heldBack = sink.heldBack;
 }
 
@@ -177,28 +256,47 @@ async function send(deps: DispatchDeps, ex: Exchange, servedBy: HeaderList, requ
  * A call to a self-hosted model: the destinations pick the server (loading
  * the call's adapter there when needed) and hold its slot until the reply has
  * ended. No caller credential is needed; the server's own key, if any, rides.
- * A load the server refuses is answered with the server's reply.
+ * A load the server refuses is answered with the server's reply. A server
+ * that cannot be connected to has been sent nothing, so the call goes to the
+ * next destination holding the model; when none is left, that failure is
+ * the answer (or, with a further candidate, the next candidate is tried).
  */
 async function dispatchToDestination(deps: DispatchDeps, router: DestinationRouter, ex: Exchange, servedBy: HeaderList, body: Buffer, mayFallBack: boolean): Promise<Answer | undefined> {
   const plan = ex.plan as Plan;
   const call = ex.call as NonNullable<Exchange['call']>;
-  const routed = await router.route(call.model);
-  if (routed.kind === 'refused') return { kind: 'answer', status: routed.status, headers: [...routed.headers, ...servedBy], body: routed.body };
-  try {
-    ex.destination = { destination_id: routed.destination_id, model_serving_route: routed.model_serving_route, price: routed.price };
-    const unsigned: UpstreamRequest = {
-      origin: routed.origin,
-      path: typeof plan.path === 'string' ? plan.path : plan.path({}),
-      method: 'POST',
-      headers: upstreamHeaders(ex),
-      body,
-    };
-    const authorized = deps.providers.get(call.provider).authorize(unsigned, routed.credential, {});
-    await send(deps, ex, servedBy, authorized instanceof Promise ? await authorized : authorized, mayFallBack);
-  } finally {
-    routed.release();
+  const nextCandidate = mayFallBack && (plan.fallbacks?.length ?? 0) > 0;
+  const rule: HoldRule = { status: (s) => nextCandidate && NEXT_CANDIDATE.status(s), error: (e) => neverConnected(e) || (nextCandidate && NEXT_CANDIDATE.error(e)) };
+  const tried = new Set<string>();
+  let unreached: unknown;
+  for (;;) {
+    const routed = await router.route(call.model, tried);
+    if (routed === undefined) {
+      // every destination holding the model was tried and none could be connected to
+      if (nextCandidate) ex.heldBack = true;
+      else ex.res.fail(unreached);
+      return undefined;
+    }
+    if (routed.kind === 'refused') return { kind: 'answer', status: routed.status, headers: [...routed.headers, ...servedBy], body: routed.body };
+    tried.add(routed.destination_id);
+    const sink = new FallbackSink(ex.res, rule);
+    try {
+      ex.destination = { destination_id: routed.destination_id, model_serving_route: routed.model_serving_route, price: routed.price };
+      const unsigned: UpstreamRequest = {
+        origin: routed.origin,
+        path: typeof plan.path === 'string' ? plan.path : plan.path({}),
+        method: 'POST',
+        headers: upstreamHeaders(ex),
+        body,
+      };
+      const authorized = deps.providers.get(call.provider).authorize(unsigned, routed.credential, {});
+      await send(deps, ex, servedBy, authorized instanceof Promise ? await authorized : authorized, sink);
+    } finally {
+      routed.release();
+    }
+    if (!sink.heldBack || !neverConnected(sink.heldError)) return undefined;
+    ex.heldBack = false;
+    unreached = sink.heldError;
   }
-  return undefined;
 }
 
 export const dispatchStage = (deps: DispatchDeps): Stage<Exchange> => ({
@@ -206,13 +304,17 @@ export const dispatchStage = (deps: DispatchDeps): Stage<Exchange> => ({
   run: (ex) => dispatch(deps, ex, SERVED_BY_PIPELINE, (ex.call as NonNullable<Exchange['call']>).body, true).then((answer) => answer ?? CONTINUE),
 });
 
-/** An answer a stage gave (a cache hit, a local estimate), written whole or chunk by chunk. */
+/** An answer a stage gave (a cache hit, a local estimate), written whole or chunk by chunk through the reply taps. */
 export function sendAnswer(ex: Exchange, a: Answer): void {
-  const { res } = ex;
-  if ('body' in a) res.send(a.status, a.headers, a.body);
+  const res = tapped(ex, ex.res);
+  ex.servedBy = a.headers.find(([name]) => name === 'x-gw-served-by')?.[1];
+  // a stored reply served again takes this request's per-call fields where the route's format has any
+  const replay = a.replayed ? (ex.plan as Plan).reply?.replay : undefined;
+  const fresh = (b: Buffer | string) => (replay ? replay(Buffer.from(b)) : b);
+  if ('body' in a) res.send(a.status, a.headers, fresh(a.body));
   else {
     res.start(a.status, a.headers);
-    for (const c of a.chunks) res.write(c);
+    for (const c of a.chunks) res.write(fresh(c));
     res.end();
   }
   ex.outcome = { status: a.status, usage: undefined, upstreamMs: 0, overheadMs: undefined, dispatched: false, streamed: 'chunks' in a };
@@ -242,9 +344,34 @@ export function accountFor(deps: AccountingDeps, ex: Exchange): void {
     req: ex.req,
     answer: ex.res.meta,
     failOpenReason: ex.failOpenReason,
+    fromCache: ex.servedBy === 'cache',
     credentialSource: ex.credentialSource,
     skills: ex.skills.list,
+    reservedUsd: ex.reservedUsd,
+    rateLimitRemaining: ex.rateLimitRemaining,
   });
   deps.metrics.recordUsage(call.provider, outcome.usage, cost ?? 0);
   ex.settle(cost);
+}
+
+/** The row of a request refused at `stage` by the gateway itself, read before its reservation is released. */
+export function accountRefusalFor(deps: AccountingDeps, ex: Exchange, stage: StageName, error: GatewayError): void {
+  const call = ex.call;
+  accountRefusal(deps.rows, {
+    requestId: ex.req.id,
+    endpoint: ex.surface.id,
+    provider: call?.provider,
+    model: call?.model,
+    caller: ex.caller as NonNullable<Exchange['caller']>,
+    latencyMs: ex.req.stages.elapsedMs,
+    req: ex.req,
+    answer: ex.res.meta,
+    error,
+    stage,
+    failOpenReason: ex.failOpenReason,
+    credentialSource: ex.credentialSource,
+    skills: ex.skills.list,
+    reservedUsd: ex.reservedUsd,
+    rateLimitRemaining: ex.rateLimitRemaining,
+  });
 }

@@ -7,7 +7,7 @@ import type { GatewayError } from '../errors.js';
 import type { GatewayRequest, HeaderList, ResponseSink, Surface } from '../http/types.js';
 import type { Location } from '../providers/adapter.js';
 import type { Providers } from '../providers/index.js';
-import type { ProviderCredential, ProviderId } from '../providers/types.js';
+import type { ProviderCredential, ProviderId, Usage } from '../providers/types.js';
 import type { Presented } from '../http/credentials.js';
 import type { Caller } from '../tenancy/types.js';
 import type { ReplyTransform } from '../translate/types.js';
@@ -37,9 +37,13 @@ export type Verdict =
   | { readonly kind: 'continue' }
   /** go on with a new body and/or model (an acting skill's rewrite, a route) */
   | { readonly kind: 'rewrite'; readonly body?: Buffer; readonly model?: string }
-  /** answer now, without calling the vendor (a cache hit): a whole body, or a stream's chunks in order */
-  | { readonly kind: 'answer'; readonly status: number; readonly headers: HeaderList; readonly body: Buffer | string }
-  | { readonly kind: 'answer'; readonly status: number; readonly headers: HeaderList; readonly chunks: ReadonlyArray<Buffer | string> }
+  /**
+   * answer now, without calling the vendor (a cache hit): a whole body, or a
+   * stream's chunks in order; `replayed`: a reply stored for an earlier
+   * request, whose per-call fields the route's reply transform freshens
+   */
+  | { readonly kind: 'answer'; readonly status: number; readonly headers: HeaderList; readonly body: Buffer | string; readonly replayed?: true }
+  | { readonly kind: 'answer'; readonly status: number; readonly headers: HeaderList; readonly chunks: ReadonlyArray<Buffer | string>; readonly replayed?: true }
   /** refuse with a typed error (rendered in the surface's envelope) */
   | { readonly kind: 'refuse'; readonly error: GatewayError }
   /**
@@ -63,13 +67,21 @@ export interface Stage<C> {
 /**
  * What the tenant's policy reserved for a call (a spend-cap reservation).
  * `settle` runs once the reply has ended, with the real cost, or undefined
- * when the vendor billed a call whose usage the gateway never saw.
+ * when the vendor billed a call whose usage the gateway never saw. The
+ * figures are what the request's decision record keeps of the policy.
  */
 export interface Admission {
   settle(costUsd: number | undefined): void;
+  /** the spend-cap reservation (USD) */
+  readonly reservedUsd?: number;
+  /** requests the org may still send at once, as the admitting replica holds them (rate limit) */
+  readonly remaining?: number;
 }
 
-export const ADMITTED: Admission = { settle: () => undefined };
+const settlesNothing = (): void => undefined;
+export const ADMITTED: Admission = { settle: settlesNothing };
+/** an admission that reserved nothing, carrying the rate limit's remaining requests */
+export const admittedWithRemaining = (remaining: number): Admission => ({ settle: settlesNothing, remaining });
 
 /**
  * A policy stage of admission or metering (src/policy/): throws a
@@ -111,6 +123,22 @@ export interface SkillReports {
   settled: Promise<void> | undefined;
 }
 
+/**
+ * A skill's hold on the reply (src/skills/): it sees what the caller is sent,
+ * after any translation, and may rewrite it (PII placeholders restored) or
+ * keep a copy (the semantic cache). Dispatch and a stage's answer write
+ * through every tap of the request.
+ */
+export interface ReplyTap {
+  /** the sink the reply is written to, seen through this tap */
+  wrap(sink: ResponseSink): ResponseSink;
+  /**
+   * The call has ended (before accounting): a tap that held the reply's last
+   * write back lets it go; `reports` may still gain a figure for the row.
+   */
+  ended?(outcome: { readonly status: number; readonly usage: Usage | undefined }, reports: SkillReports): void;
+}
+
 /** What the skills stage sees of a request. */
 export interface SkillInput {
   readonly req: GatewayRequest;
@@ -122,6 +150,10 @@ export interface SkillInput {
   readonly skills: SkillReports;
   /** the route's reading of the request's skill choices, when it made one */
   readonly skillChoices: SkillChoices | undefined;
+  /** the credentials as the caller presented them (a vendor key passed through reaches the call's provider) */
+  readonly presented: Presented | undefined;
+  /** where the stage leaves its taps on the reply (none: the reply passes untouched) */
+  replyTaps: ReplyTap[] | undefined;
 }
 
 /** The skills seam: the skill engine implements it; the default reports nothing and changes nothing. */
@@ -174,10 +206,11 @@ export interface RefusedByServer {
  * The operator's own model servers (src/destinations/): picks the
  * destination of a call to a self-hosted model, in merit order, loading its
  * adapter there when needed. Refuses with 507 adapter_unavailable or a
- * dispatch-side 503 overloaded.
+ * dispatch-side 503 overloaded. Destinations named in `tried` (they could not
+ * be connected to) are passed over; undefined when no other holds the model.
  */
 export interface DestinationRouter {
-  route(model: string | undefined): Promise<RoutedCall | RefusedByServer>;
+  route(model: string | undefined, tried?: ReadonlySet<string>): Promise<RoutedCall | RefusedByServer | undefined>;
 }
 
 /** What a route's planner is given. */
@@ -186,6 +219,13 @@ export interface PlanInput {
   readonly presented: Presented;
   readonly caller: Caller;
   readonly facts: RequestFacts;
+  /**
+   * Set when the call is planned again after the skills: the model a skill
+   * routed it to, in place of the one the request names (a route that reads
+   * its model from the path reads this instead; a body naming its model
+   * already names this one)
+   */
+  readonly model?: string;
 }
 
 /** One way to send a call: the route's first choice, or one of its fallbacks. */
@@ -234,6 +274,12 @@ export interface Plan extends Candidate {
   /** the caller's own limit (ms) on the wait for the answer to begin: past it, 504 gateway_timeout */
   deadlineMs?: number;
   skillChoices?: SkillChoices;
+  /**
+   * The request names no model (`target.model` absent, `model: "auto"`) and
+   * leaves the choice to model_routing: when no skill routes the call, this
+   * is the answer (402 onboarding_incomplete), and nothing goes upstream.
+   */
+  unrouted?: GatewayError;
 }
 
 export type Planner = (req: GatewayRequest, input: PlanInput) => Plan | Promise<Plan>;

@@ -37,7 +37,7 @@ export interface StreamedTextSample {
 export interface StreamUsageReader {
   push(chunk: Buffer): void;
   usage(): Usage | undefined;
-  /** the reply text met so far (bounded), for counting a stream that ends without usage */
+  /** the reply text met so far (bounded), for counting a stream that ends without usage (once usage was read, a long stream's text may no longer be kept) */
   streamedText(): StreamedTextSample;
 }
 

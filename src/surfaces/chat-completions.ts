@@ -49,13 +49,18 @@ const plan: Planner = (req, { providers, presented }) => {
   if (typeof model !== 'string' || model === '') throw new GatewayError('request_error', 'model: required string', { fields: { field: 'model' } });
   const entry = lookupModel(model);
   const translate = translatorFor(model);
+  // `auto` leaves the model to model_routing: planned as OpenAI's until a routing stage names one, and sent nowhere unless one does
+  // (the call names no model meanwhile: admission has none to judge, the routed one is judged when the call is planned again)
+  if (model === AUTO && !entry) return { ...providers.target('openai', CHAT, req.headers), model: undefined, body: req.body, unrouted: new GatewayError('onboarding_incomplete', NO_MODEL) };
   // untranslated: OpenAI's models, names the catalog does not know, and self-hosted models (the same wire format)
   if (!body || !translate || !entry) return { ...providers.target(entry?.provider ?? 'openai', CHAT, req.headers), model, body: req.body };
   const chat = body as ChatRequest;
-  const call = translate(chat, replyContext(req, chat), entry);
+  const call = translate(chat, replyContext(req, chat), entry, req.body.length);
   return { ...providers.target(entry.provider, call.operation, req.headers), model, body: call.body, headers: call.headers, reply: call.reply, presented: asApiKey(presented) };
 };
 
 const CHAT: Operation = { op: 'chat_completions' };
+const AUTO = 'auto';
+const NO_MODEL = 'model "auto": no model was chosen (model_routing is off for this key, or found no allowed, reachable model)';
 
 export const chatCompletionsRoutes = (pipeline: Pipeline): Route[] => pipeline.routes([{ method: 'POST', path: '/v1/chat/completions', surface, plan }]);

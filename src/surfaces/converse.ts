@@ -51,7 +51,7 @@ function withModelId(body: Buffer, modelId: string): Buffer {
  * that has none (the one rewrite of a converse body); a body naming another id is a 400.
  */
 function planner(stream: boolean, fromPath: boolean): Planner {
-  return (req, { providers }) => {
+  return (req, { providers, model: routed }) => {
     refuseKeyBesidePair(req);
     const parsed = parseJsonObject(req.body);
     const inBody = parsed['modelId'];
@@ -69,6 +69,12 @@ function planner(stream: boolean, fromPath: boolean): Planner {
     } else {
       if (inBody === undefined) throw new GatewayError('request_error', 'modelId: required in the body on this route (or use /cloudy/model/{modelId}/…)', { fields: { field: 'modelId' } });
       modelId = inBody;
+    }
+    // a model the skills routed the call to replaces the one named, in the body too when it names one
+    if (routed !== undefined && routed !== modelId) {
+      if (inBody !== undefined) body = Buffer.from(JSON.stringify({ ...parsed, modelId: routed }));
+      else body = withModelId(req.body, routed);
+      modelId = routed;
     }
     return { ...providers.target('cloudy', { op: 'converse', model: modelId, stream }, req.headers), model: modelId, body };
   };

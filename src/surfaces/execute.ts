@@ -3,12 +3,12 @@ import type { Presented } from '../http/credentials.js';
 import type { GatewayRequest, Route } from '../http/types.js';
 import { parseJsonObject } from '../http/validate.js';
 import type { Pipeline } from '../pipeline/index.js';
-import type { Candidate, Planner, RequestFacts, SkillRecord } from '../pipeline/types.js';
+import type { Candidate, Plan, Planner, RequestFacts, SkillRecord } from '../pipeline/types.js';
 import type { Operation } from '../providers/adapter.js';
 import { lookupModel } from '../providers/catalog.js';
 import type { Providers } from '../providers/index.js';
 import type { ProviderId } from '../providers/types.js';
-import { effectiveModes, parseSkillOverrides, refuseLocked, storedModes } from '../skills/overrides.js';
+import { effectiveModes, parseSkillOverrides, refuseLocked, storedModes, type SkillOverrides } from '../skills/overrides.js';
 import { PER_KEY_SKILLS, type KeySkills, type SkillId, type StoredMode } from '../tenancy/skills.js';
 import { chatBodyOf, envelopeField, executionReply, type ExecutionContext } from '../translate/execute.js';
 import { chatTranslator } from '../translate/index.js';
@@ -40,6 +40,12 @@ function traceSkills(modes: Readonly<Record<SkillId, StoredMode>>, reports: read
     ? { ...entry(regex, 'on'), skill: 'guardrails', detail: { ...regex.detail, ...(classifier && { classifier: { outcome: classifier.outcome, mode: classifier.mode, ...classifier.detail } }) } }
     : { skill: 'guardrails', mode: 'on', arm: null, outcome: 'skipped', ms: 0, detail: null };
   return [...perKey, guardrails];
+}
+
+/** model_routing's `{model, reason}` when it chose the model this call went to */
+function routedBy(reports: readonly SkillRecord[]): Record<string, unknown> | undefined {
+  const route = reports.find((r) => r.skill === 'model_routing' && r.outcome === 'applied')?.detail?.['route'];
+  return typeof route === 'object' && route !== null ? (route as Record<string, unknown>) : undefined;
 }
 
 /** A translator's 400 names a chat-completions field: it is renamed to where it sits in the execute envelope. */
@@ -82,18 +88,23 @@ function candidate(call: ExecuteCall, model: string, attempt: number): Candidate
   const field = attempt === 0 ? 'target.model' : `target.fallbacks.${attempt - 1}`;
   const provider = providerOf(model, attempt === 0 ? body.target?.provider : undefined);
   const created = Math.floor(Date.now() / 1000);
-  const route = { model, reason: attempt === 0 ? 'requested' : `fallback ${attempt}` };
+  const asked = { model, reason: attempt === 0 ? 'requested' : `fallback ${attempt}` };
   const ctx: ExecutionContext = {
     id: req.id,
     created,
     model,
     provider,
-    trace: () => ({ served_by: facts.servedBy, stages: req.stages.durations(), route, skills: traceSkills(modes, facts.skills.list) }),
+    trace: () => ({
+      served_by: facts.servedBy,
+      stages: req.stages.durations(),
+      route: (attempt === 0 && routedBy(facts.skills.list)) || asked,
+      skills: traceSkills(modes, facts.skills.list),
+    }),
   };
   const chat = chatBodyOf(body, model);
   const translate = chatTranslator(provider);
   if (!translate) return { ...providers.target(provider, CHAT, req.headers, field), model, body: Buffer.from(JSON.stringify(chat)), reply: executionReply(ctx, undefined) };
-  const translated = inEnvelope(() => translate(chat, { model, created, fallbackId: `chatcmpl-${req.id}`, includeUsage: true, reasoning: true }, lookupModel(model)));
+  const translated = inEnvelope(() => translate(chat, { model, created, fallbackId: `chatcmpl-${req.id}`, includeUsage: true, reasoning: true }, lookupModel(model), req.body.length));
   return {
     ...providers.target(provider, translated.operation, req.headers, field),
     model,
@@ -123,13 +134,35 @@ const plan = (keySkills: KeySkills): Planner => (req, { providers, presented, ca
     overrides,
   );
   const model = body.target?.model;
-  if (model === undefined) throw new GatewayError('onboarding_incomplete', 'target.model: no model given, and no model router is configured');
   const call: ExecuteCall = { req, body, providers, presented, facts, modes };
+  if (model === undefined) return unroutedPlan(call, overrides, body.metadata?.session_id);
   const [first, ...fallbacks] = [model, ...(body.target?.fallbacks ?? [])].map((m, i) => candidate(call, m, i)) as [Candidate, ...Candidate[]];
   const timeoutMs = body.execution?.timeout_ms;
   const sessionId = body.metadata?.session_id;
   const skillChoices = { overrides, ...(sessionId !== undefined && { sessionId }) };
   return { ...first, ...(fallbacks.length > 0 && { fallbacks }), ...(timeoutMs !== undefined && { deadlineMs: timeoutMs }), skillChoices };
 };
+
+const NO_MODEL = 'target.model: no model given, and model_routing did not choose one';
+
+/**
+ * No `target.model`: the choice is model_routing's. With the skill off for
+ * this request it is 402 at once; otherwise the call is planned without a
+ * model, and goes nowhere unless a routing stage names one (the skills stage
+ * then plans it again with `target.model` set).
+ */
+function unroutedPlan(call: ExecuteCall, overrides: SkillOverrides, sessionId: string | undefined): Plan {
+  const routing = call.modes.model_routing;
+  if (routing === 'off' || routing === 'rolled_back') throw new GatewayError('onboarding_incomplete', 'target.model: no model given, and model_routing is off for this key');
+  const { req, body, providers } = call;
+  return {
+    // never sent: a placeholder until a model is chosen (target.provider, if any, keeps the choice to that provider)
+    ...providers.target('openai', CHAT, req.headers, 'target.provider'),
+    model: undefined,
+    body: Buffer.from(JSON.stringify(chatBodyOf(body, ''))),
+    skillChoices: { overrides, ...(sessionId !== undefined && { sessionId }) },
+    unrouted: new GatewayError('onboarding_incomplete', NO_MODEL),
+  };
+}
 
 export const executeRoutes = (pipeline: Pipeline, keySkills: KeySkills): Route[] => pipeline.routes([{ method: 'POST', path: '/v1/execute', surface, plan: plan(keySkills) }]);

@@ -36,8 +36,11 @@ const QUERY_CARRIERS = ['key'];
  * or to Vertex on `x-gw-provider: genvendor_vertex`; the reply and its SSE
  * stream come back as the vendor sent them.
  */
-const plan: Planner = (req, { providers }) => {
-  const { model, stream } = modelAndMethod(req.params['model'] ?? '');
+const plan: Planner = (req, { providers, model: routed }) => {
+  const named = modelAndMethod(req.params['model'] ?? '');
+  // a model the skills routed the call to replaces the path's
+  const model = routed ?? named.model;
+  const { stream } = named;
   return { ...providers.chosen({ op: 'generate_content', model, stream, query: upstreamQuery(req.query, QUERY_CARRIERS) }, req.headers, 'genvendor'), model, body: req.body };
 };
 

@@ -268,5 +268,35 @@ export function executionReply(ctx: ExecutionContext, inner: ReplyTransform | un
       return Buffer.from(JSON.stringify({ error: { message, type, code: status } }));
     },
     stream: () => new ExecutionStream(ctx, inner?.stream()),
+    replay: (stored) => replayed(ctx, stored),
   };
+}
+
+/** what a reply served from the cache cost: nothing */
+const NO_USAGE = { tokens_in: 0, tokens_out: 0, tokens_cached: 0, cost_usd: 0 };
+
+/** An execution object's per-call fields made this request's: its id and time, no cost, and its own trace (served by the cache). */
+function freshened(ctx: ExecutionContext, e: Json): Json {
+  const out: Json = { ...e, id: ctx.id };
+  if ('created' in e) out['created'] = ctx.created;
+  if ('usage' in e) out['usage'] = NO_USAGE;
+  if ('trace' in e) out['trace'] = ctx.trace();
+  return out;
+}
+
+/**
+ * A stored execution object, or one event of a stored execution stream
+ * (`execution.started`, `execution.completed`; the deltas are as stored), as
+ * this request's.
+ */
+function replayed(ctx: ExecutionContext, stored: Buffer): Buffer {
+  const text = stored.toString('utf8');
+  const event = /^event: (execution\.started|execution\.completed)\ndata: (.*)\n\n$/s.exec(text);
+  try {
+    if (event) return Buffer.from(sse(event[1] as string, freshened(ctx, JSON.parse(event[2] as string) as Json)));
+    if (text.startsWith('{')) return Buffer.from(JSON.stringify(freshened(ctx, JSON.parse(text) as Json)));
+  } catch {
+    // not an execution object after all: served as stored
+  }
+  return stored;
 }

@@ -11,13 +11,14 @@ import type { ChatRequest, ReplyContext, TranslatedCall } from './types.js';
 /** Output tokens asked for when the caller sets no limit and the target requires one (a model the catalog does not size). */
 const FALLBACK_MAX_TOKENS = 4096;
 
-export type ChatTranslator = (body: ChatRequest, ctx: ReplyContext, model: CatalogModel | undefined) => TranslatedCall;
+/** `sizeHint`: the caller's body size (bytes), which the translated body is written into a buffer of about */
+export type ChatTranslator = (body: ChatRequest, ctx: ReplyContext, model: CatalogModel | undefined, sizeHint: number) => TranslatedCall;
 
 /** THE table of chat-completions translations: one pair (request side, reply side) per provider whose wire format is not chat completions. */
 const TRANSLATORS: Partial<Record<ProviderId, ChatTranslator>> = {
-  msgvendor: (body, ctx, model) => ({ ...chatToMessagesRequest(body, model?.max_output_tokens ?? FALLBACK_MAX_TOKENS), reply: messagesToChatReply(ctx) }),
-  genvendor: (body, ctx) => ({ ...chatToGenerateContentRequest(body), reply: generateContentToChatReply(ctx) }),
-  cloudy: (body, ctx) => ({ ...chatToConverseRequest(body), reply: converseToChatReply(ctx) }),
+  msgvendor: (body, ctx, model, sizeHint) => ({ ...chatToMessagesRequest(body, model?.max_output_tokens ?? FALLBACK_MAX_TOKENS, sizeHint), reply: messagesToChatReply(ctx) }),
+  genvendor: (body, ctx, _model, sizeHint) => ({ ...chatToGenerateContentRequest(body, sizeHint), reply: generateContentToChatReply(ctx) }),
+  cloudy: (body, ctx, _model, sizeHint) => ({ ...chatToConverseRequest(body, sizeHint), reply: converseToChatReply(ctx) }),
 };
 
 /** The translation of chat completions to `provider`, or undefined when the provider speaks chat completions itself. */

@@ -15,6 +15,12 @@ export interface ReplyTransform {
   error(status: number, body: Buffer, headers: Readonly<Record<string, string | string[] | undefined>>): Buffer;
   /** a translator for one streamed reply */
   stream(): StreamTransform;
+  /**
+   * A reply of the caller's format stored for an earlier request and served
+   * again (a cache hit): its whole body, or one event of its stream, with the
+   * per-call fields made this request's. Absent: served as stored.
+   */
+  replay?(stored: Buffer): Buffer;
 }
 
 export interface StreamTransform {

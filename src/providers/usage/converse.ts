@@ -1,9 +1,11 @@
+import type { Message } from '@smithy/eventstream-codec';
 import { toUtf8 } from '@smithy/util-utf8';
 import { EventStreamScanner } from '../eventstream.js';
 import { num } from '../sse.js';
 import type { StreamUsageReader, Usage } from '../types.js';
-import { field, prop } from './sse-reader.js';
-import { StreamedText } from './streamed-text.js';
+import { DeferredText, deferredTextReader } from './deferred-text.js';
+import { field, parseObject, prop } from './sse-reader.js';
+import type { StreamedText } from './streamed-text.js';
 
 /** Converse counts cache reads and writes apart from `inputTokens`; the prompt is all three. */
 function usageOf(u: unknown): Usage | undefined {
@@ -36,25 +38,26 @@ function deltaText(payload: unknown, out: StreamedText): void {
   out.add(prop(field(delta, 'toolUse'), 'input'));
 }
 
-/** ConverseStream: usage arrives in the `metadata` event frame, reply text in `contentBlockDelta` frames; only those are decoded. */
+/** the JSON payload of an event frame, decoded */
+const payloadOf = (message: Message): Record<string, unknown> | undefined => parseObject(toUtf8(message.body));
+
+/** ConverseStream: usage arrives in the `metadata` event frame, decoded as it passes; reply text in `contentBlockDelta` frames, kept unread until asked for. */
 export function converseStreamUsage(): StreamUsageReader {
   let usage: Usage | undefined;
-  const streamed = new StreamedText();
   const scanner = new EventStreamScanner(
-    (headers) => headers.includes(METADATA) || headers.includes(CONTENT_BLOCK_DELTA),
+    (headers) => headers.includes(METADATA),
     (message) => {
-      const type = message.headers[':event-type']?.value;
-      if (type !== 'metadata' && type !== 'contentBlockDelta') return;
-      let payload: unknown;
-      try {
-        payload = JSON.parse(toUtf8(message.body));
-      } catch {
-        // a payload that is not JSON carries neither usage nor text
-        return;
-      }
-      if (type === 'metadata') usage = converseUsage(payload) ?? usage;
-      else deltaText(payload, streamed);
+      if (message.headers[':event-type']?.value === 'metadata') usage = converseUsage(payloadOf(message)) ?? usage;
     },
   );
-  return { push: (c) => scanner.push(c), usage: () => usage, streamedText: () => streamed.sample() };
+  const text = new DeferredText(
+    (out) =>
+      new EventStreamScanner(
+        (headers) => headers.includes(CONTENT_BLOCK_DELTA),
+        (message) => {
+          if (message.headers[':event-type']?.value === 'contentBlockDelta') deltaText(payloadOf(message), out);
+        },
+      ),
+  );
+  return deferredTextReader(scanner, () => usage, text);
 }

@@ -1,6 +1,7 @@
 import { SseScanner } from '../sse.js';
 import type { StreamUsageReader, Usage } from '../types.js';
-import { StreamedText } from './streamed-text.js';
+import { DeferredText, deferredTextReader } from './deferred-text.js';
+import type { StreamedText } from './streamed-text.js';
 
 type SseEvent = Record<string, unknown>;
 
@@ -16,26 +17,35 @@ export interface SseReaderSpec {
 }
 
 /**
- * An SSE stream's usage reader: usage from the events that report it, and the
- * reply text kept (bounded) for a count should none report it. Only lines
- * holding a marker are decoded, each parsed once.
+ * An SSE stream's usage reader: usage from the events that report it, read
+ * as they pass (only lines holding a usage marker are decoded), and the reply
+ * text kept unread (bounded) for a count should none report it.
  */
 export function sseUsageReader(spec: SseReaderSpec): StreamUsageReader {
   let usage: Usage | undefined;
-  const streamed = new StreamedText();
-  const scanner = new SseScanner([...spec.usageMarkers, ...spec.textMarkers], (payload) => {
-    let event: unknown;
-    try {
-      event = JSON.parse(payload);
-    } catch {
-      // a payload that is not JSON carries neither usage nor text
-      return;
-    }
-    if (typeof event !== 'object' || event === null) return;
-    usage = spec.usage(event as SseEvent, usage) ?? usage;
-    spec.text(event as SseEvent, streamed);
+  const scanner = new SseScanner(spec.usageMarkers, (payload) => {
+    const event = parseObject(payload);
+    if (event) usage = spec.usage(event, usage) ?? usage;
   });
-  return { push: (c) => scanner.push(c), usage: () => usage, streamedText: () => streamed.sample() };
+  const text = new DeferredText(
+    (out) =>
+      new SseScanner(spec.textMarkers, (payload) => {
+        const event = parseObject(payload);
+        if (event) spec.text(event, out);
+      }),
+  );
+  return deferredTextReader(scanner, () => usage, text);
+}
+
+/** `payload` parsed, if it is a JSON object: anything else carries neither usage nor text */
+export function parseObject(payload: string): SseEvent | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(payload);
+  } catch {
+    return undefined;
+  }
+  return typeof value === 'object' && value !== null ? (value as SseEvent) : undefined;
 }
 
 /** the value at `key` of `v`, if `v` is an object */

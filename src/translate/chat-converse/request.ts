@@ -1,10 +1,10 @@
-import { alternate, bad, parsedArguments, readChatCall, systemTexts, type ChatCall, type ChatPart } from '../chat/request.js';
+import { jsonWithArray, TurnWriter, type JsonText } from '../chat/body-writer.js';
+import { bad, eachMessage, parsedArguments, readChatCall, systemTexts, type ChatCall, type ChatPart } from '../chat/request.js';
 import type { ChatRequest, TranslatedRequest } from '../types.js';
 
 /** Chat completions → Bedrock Converse / ConverseStream (cloudy): the request. */
 
 type Block = Record<string, unknown>;
-type Turn = { role: 'user' | 'assistant'; blocks: Block[] };
 
 const IMAGE_FORMATS: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
@@ -16,29 +16,29 @@ function block(p: ChatPart, field: string): Block {
   return { image: { format, source: { bytes: p.data } } };
 }
 
-function messages(call: ChatCall): Array<{ role: Turn['role']; content: Block[] }> {
-  const turns = call.messages.flatMap((m, i): Turn[] => {
+/** The conversation's messages, written as each is read. */
+function writeMessages(call: ChatCall, out: JsonText): void {
+  const turns = new TurnWriter<'user' | 'assistant'>(out, 'content');
+  eachMessage(call, (m, i) => {
     const field = `messages[${i}]`;
     switch (m.role) {
       case 'system':
-        return [];
+        return;
       case 'user':
-        return [{ role: 'user', blocks: m.parts.map((p, j) => block(p, `${field}.content[${j}]`)) }];
+        turns.message('user');
+        m.parts.forEach((p, j) => turns.block(block(p, `${field}.content[${j}]`)));
+        return;
       case 'tool':
-        return [{ role: 'user', blocks: [{ toolResult: { toolUseId: m.toolCallId, content: [{ text: m.text }] } }] }];
+        turns.message('user');
+        turns.block({ toolResult: { toolUseId: m.toolCallId, content: [{ text: m.text }] } });
+        return;
       case 'assistant':
-        return [
-          {
-            role: 'assistant',
-            blocks: [
-              ...m.parts.map((p, j) => block(p, `${field}.content[${j}]`)),
-              ...m.toolCalls.map((c, j) => ({ toolUse: { toolUseId: c.id, name: c.name, input: parsedArguments(c, `${field}.tool_calls[${j}].function.arguments`) } })),
-            ],
-          },
-        ];
+        turns.message('assistant');
+        m.parts.forEach((p, j) => turns.block(block(p, `${field}.content[${j}]`)));
+        m.toolCalls.forEach((c, j) => turns.block({ toolUse: { toolUseId: c.id, name: c.name, input: parsedArguments(c, `${field}.tool_calls[${j}].function.arguments`) } }));
     }
   });
-  return alternate(turns).map((t) => ({ role: t.role, content: t.blocks }));
+  turns.end();
 }
 
 function toolChoice(call: ChatCall): Block | undefined {
@@ -49,11 +49,11 @@ function toolChoice(call: ChatCall): Block | undefined {
   throw bad('tool_choice', 'cloudy has no "none" tool choice: leave the tools out instead');
 }
 
-/** The Converse request body of a chat-completions call (the model id rides in the path). */
-function converseBody(call: ChatCall): Record<string, unknown> {
+/** The Converse request body of a chat-completions call (the model id rides in the path), its messages written as they are read. */
+function converseBody(call: ChatCall, sizeHint: number): Buffer {
   if (!call.parallelToolCalls && call.tools.length > 0) throw bad('parallel_tool_calls', 'cloudy has no switch for parallel tool calls');
   if (call.reasoningEffort) throw bad('reasoning_effort', 'not translated to cloudy yet');
-  const system = systemTexts(call.messages);
+  const system = systemTexts(call);
   const choice = toolChoice(call);
   const inference = {
     ...(call.maxTokens !== undefined && { maxTokens: call.maxTokens }),
@@ -61,8 +61,7 @@ function converseBody(call: ChatCall): Record<string, unknown> {
     ...(call.topP !== undefined && { topP: call.topP }),
     ...(call.stop.length > 0 && { stopSequences: call.stop }),
   };
-  return {
-    messages: messages(call),
+  const tail = {
     ...(system.length > 0 && { system: system.map((text) => ({ text })) }),
     ...(Object.keys(inference).length > 0 && { inferenceConfig: inference }),
     ...(call.tools.length > 0 && {
@@ -72,10 +71,11 @@ function converseBody(call: ChatCall): Record<string, unknown> {
       },
     }),
   };
+  return jsonWithArray({}, 'messages', (out) => writeMessages(call, out), tail, sizeHint);
 }
 
 /** A chat-completions call as a Converse call (the model id rides in the path its provider builds). */
-export function chatToConverseRequest(body: ChatRequest): TranslatedRequest {
+export function chatToConverseRequest(body: ChatRequest, sizeHint: number): TranslatedRequest {
   const call = readChatCall(body, 'cloudy');
-  return { operation: { op: 'converse', model: call.model, stream: call.stream }, body: Buffer.from(JSON.stringify(converseBody(call))) };
+  return { operation: { op: 'converse', model: call.model, stream: call.stream }, body: converseBody(call, sizeHint) };
 }

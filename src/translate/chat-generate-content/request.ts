@@ -1,11 +1,11 @@
 import { jsonOf } from '../chat/reply.js';
-import { alternate, bad, parsedArguments, readChatCall, systemTexts, THINKING_BUDGET, toolNamesById, type ChatCall, type ChatPart } from '../chat/request.js';
+import { jsonWithArray, TurnWriter, type JsonText } from '../chat/body-writer.js';
+import { bad, eachMessage, parsedArguments, readChatCall, systemTexts, THINKING_BUDGET, toolNamesById, type ChatCall, type ChatPart } from '../chat/request.js';
 import type { ChatRequest, TranslatedRequest } from '../types.js';
 
 /** Chat completions → Gemini generateContent (genvendor): the request. */
 
 type Part = Record<string, unknown>;
-type Turn = { role: 'user' | 'model'; blocks: Part[] };
 
 function part(p: ChatPart, field: string): Part {
   if (p.kind === 'text') return { text: p.text };
@@ -19,33 +19,33 @@ function responseObject(text: string): Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : { result: text };
 }
 
-function contents(call: ChatCall): Array<{ role: Turn['role']; parts: Part[] }> {
-  const names = toolNamesById(call.messages);
-  const turns = call.messages.flatMap((m, i): Turn[] => {
+/** The conversation's contents, written as each message is read. */
+function writeContents(call: ChatCall, out: JsonText): void {
+  const names = toolNamesById(call);
+  const turns = new TurnWriter<'user' | 'model'>(out, 'parts');
+  eachMessage(call, (m, i) => {
     const field = `messages[${i}]`;
     switch (m.role) {
       case 'system':
-        return [];
+        return;
       case 'user':
-        return [{ role: 'user', blocks: m.parts.map((p, j) => part(p, `${field}.content[${j}]`)) }];
+        turns.message('user');
+        m.parts.forEach((p, j) => turns.block(part(p, `${field}.content[${j}]`)));
+        return;
       case 'assistant':
-        return [
-          {
-            role: 'model',
-            blocks: [
-              ...m.parts.map((p, j) => part(p, `${field}.content[${j}]`)),
-              ...m.toolCalls.map((c, j) => ({ functionCall: { name: c.name, args: parsedArguments(c, `${field}.tool_calls[${j}].function.arguments`) } })),
-            ],
-          },
-        ];
+        turns.message('model');
+        m.parts.forEach((p, j) => turns.block(part(p, `${field}.content[${j}]`)));
+        m.toolCalls.forEach((c, j) => turns.block({ functionCall: { name: c.name, args: parsedArguments(c, `${field}.tool_calls[${j}].function.arguments`) } }));
+        return;
       case 'tool': {
         const name = names.get(m.toolCallId);
         if (name === undefined) throw bad(`${field}.tool_call_id`, `no earlier assistant tool call has id ${JSON.stringify(m.toolCallId)}`);
-        return [{ role: 'user', blocks: [{ functionResponse: { name, response: responseObject(m.text) } }] }];
+        turns.message('user');
+        turns.block({ functionResponse: { name, response: responseObject(m.text) } });
       }
     }
   });
-  return alternate(turns).map((t) => ({ role: t.role, parts: t.blocks }));
+  turns.end();
 }
 
 function toolConfig(call: ChatCall): Record<string, unknown> | undefined {
@@ -55,10 +55,10 @@ function toolConfig(call: ChatCall): Record<string, unknown> | undefined {
   return { functionCallingConfig: { mode: { auto: 'AUTO', none: 'NONE', required: 'ANY' }[c.kind] } };
 }
 
-/** The GenerateContentRequest of a chat-completions call. */
-function generateContentBody(call: ChatCall): Record<string, unknown> {
+/** The GenerateContentRequest of a chat-completions call, its contents written as they are read. */
+function generateContentBody(call: ChatCall, sizeHint: number): Buffer {
   if (!call.parallelToolCalls && call.tools.length > 0) throw bad('parallel_tool_calls', 'genvendor has no switch for parallel tool calls');
-  const system = systemTexts(call.messages);
+  const system = systemTexts(call);
   const tc = toolConfig(call);
   const generation = {
     ...(call.maxTokens !== undefined && { maxOutputTokens: call.maxTokens }),
@@ -67,8 +67,7 @@ function generateContentBody(call: ChatCall): Record<string, unknown> {
     ...(call.stop.length > 0 && { stopSequences: call.stop }),
     ...(call.reasoningEffort && { thinkingConfig: { includeThoughts: true, thinkingBudget: THINKING_BUDGET[call.reasoningEffort] } }),
   };
-  return {
-    contents: contents(call),
+  const tail = {
     ...(system.length > 0 && { systemInstruction: { parts: system.map((text) => ({ text })) } }),
     ...(call.tools.length > 0 && {
       tools: [{ functionDeclarations: call.tools.map((t) => ({ name: t.name, ...(t.description !== undefined && { description: t.description }), parametersJsonSchema: t.parameters })) }],
@@ -76,14 +75,15 @@ function generateContentBody(call: ChatCall): Record<string, unknown> {
     ...(tc && { toolConfig: tc }),
     ...(Object.keys(generation).length > 0 && { generationConfig: generation }),
   };
+  return jsonWithArray({}, 'contents', (out) => writeContents(call, out), tail, sizeHint);
 }
 
 /** A chat-completions call as a generateContent call (its provider checks the model name it puts in the path). */
-export function chatToGenerateContentRequest(body: ChatRequest): TranslatedRequest {
+export function chatToGenerateContentRequest(body: ChatRequest, sizeHint: number): TranslatedRequest {
   const call = readChatCall(body, 'genvendor');
   const model = call.model.replace(/^models\//, '');
   return {
     operation: { op: 'generate_content', model, stream: call.stream, query: call.stream ? 'alt=sse' : '' },
-    body: Buffer.from(JSON.stringify(generateContentBody(call))),
+    body: generateContentBody(call, sizeHint),
   };
 }

@@ -1,4 +1,5 @@
-import { alternate, bad, parsedArguments, readChatCall, systemTexts, THINKING_BUDGET, type ChatCall, type ChatPart, type ReasoningEffort } from '../chat/request.js';
+import { jsonWithArray, TurnWriter, type JsonText } from '../chat/body-writer.js';
+import { bad, eachMessage, parsedArguments, readChatCall, systemTexts, THINKING_BUDGET, type ChatCall, type ChatPart, type ReasoningEffort } from '../chat/request.js';
 import type { ChatRequest, TranslatedRequest } from '../types.js';
 
 /** Chat completions → the Anthropic Messages API (msgvendor): the request. */
@@ -13,35 +14,29 @@ function contentBlock(p: ChatPart): Block {
   return { type: 'image', source: { type: 'url', url: p.url } };
 }
 
-type Turn = { role: 'user' | 'assistant'; blocks: Block[] };
-
-function turns(call: ChatCall): Turn[] {
-  return alternate(
-    call.messages.flatMap((m, i): Turn[] => {
-      switch (m.role) {
-        case 'system':
-          return [];
-        case 'user':
-          return [{ role: 'user', blocks: m.parts.map(contentBlock) }];
-        case 'tool':
-          return [{ role: 'user', blocks: [{ type: 'tool_result', tool_use_id: m.toolCallId, content: m.text }] }];
-        case 'assistant':
-          return [
-            {
-              role: 'assistant',
-              blocks: [
-                ...m.parts.map(contentBlock),
-                ...m.toolCalls.map((c, j) => ({ type: 'tool_use', id: c.id, name: c.name, input: parsedArguments(c, `messages[${i}].tool_calls[${j}].function.arguments`) })),
-              ],
-            },
-          ];
-      }
-    }),
-  );
+/** The conversation's turns, written as each message is read; a user turn's tool results go first. */
+function writeTurns(call: ChatCall, out: JsonText): void {
+  const turns = new TurnWriter<'user' | 'assistant'>(out, 'content');
+  eachMessage(call, (m, i) => {
+    switch (m.role) {
+      case 'system':
+        return;
+      case 'user':
+        turns.message('user');
+        for (const p of m.parts) turns.block(contentBlock(p));
+        return;
+      case 'tool':
+        turns.message('user');
+        turns.block({ type: 'tool_result', tool_use_id: m.toolCallId, content: m.text }, true);
+        return;
+      case 'assistant':
+        turns.message('assistant');
+        for (const p of m.parts) turns.block(contentBlock(p));
+        m.toolCalls.forEach((c, j) => turns.block({ type: 'tool_use', id: c.id, name: c.name, input: parsedArguments(c, `messages[${i}].tool_calls[${j}].function.arguments`) }));
+    }
+  });
+  turns.end();
 }
-
-/** Anthropic wants a user turn's tool results before its other content. */
-const toolResultsFirst = (blocks: Block[]): Block[] => [...blocks.filter((b) => b.type === 'tool_result'), ...blocks.filter((b) => b.type !== 'tool_result')];
 
 function toolChoice(call: ChatCall): Block | undefined {
   const c = call.toolChoice;
@@ -52,15 +47,16 @@ function toolChoice(call: ChatCall): Block | undefined {
   return { type: c.kind === 'required' ? 'any' : 'auto', ...parallel };
 }
 
-/** The Messages request body of a chat-completions call. */
-function messagesBody(call: ChatCall, defaultMaxTokens: number): Record<string, unknown> {
-  const system = systemTexts(call.messages);
+/** The Messages request body of a chat-completions call, its turns written as they are read. */
+function messagesBody(call: ChatCall, defaultMaxTokens: number, sizeHint: number): Buffer {
+  const system = systemTexts(call);
   const choice = toolChoice(call);
-  return {
+  const head = {
     model: call.model,
     max_tokens: call.maxTokens ?? defaultMaxTokens,
     ...(system.length > 0 && { system: system.map((text) => ({ type: 'text', text })) }),
-    messages: turns(call).map((t) => ({ role: t.role, content: t.role === 'user' ? toolResultsFirst(t.blocks) : t.blocks })),
+  };
+  const tail = {
     ...(call.tools.length > 0 && { tools: call.tools.map((t) => ({ name: t.name, ...(t.description !== undefined && { description: t.description }), input_schema: t.parameters })) }),
     ...(choice && { tool_choice: choice }),
     ...(call.temperature !== undefined && { temperature: call.temperature }),
@@ -70,6 +66,7 @@ function messagesBody(call: ChatCall, defaultMaxTokens: number): Record<string, 
     ...(call.stream && { stream: true }),
     ...(call.reasoningEffort && { thinking: thinking(call.reasoningEffort, call.maxTokens ?? defaultMaxTokens) }),
   };
+  return jsonWithArray(head, 'messages', (out) => writeTurns(call, out), tail, sizeHint);
 }
 
 /** Anthropic's extended thinking: a budget of at least 1024 tokens, below max_tokens. */
@@ -79,12 +76,12 @@ function thinking(effort: ReasoningEffort, maxTokens: number): Block {
   return { type: 'enabled', budget_tokens: Math.min(THINKING_BUDGET[effort], maxTokens - 1) };
 }
 
-/** A chat-completions call as a Messages call; `defaultMaxTokens` where the caller sets no limit (the vendor requires one). */
-export function chatToMessagesRequest(body: ChatRequest, defaultMaxTokens: number): TranslatedRequest {
+/** A chat-completions call as a Messages call; `defaultMaxTokens` where the caller sets no limit (the vendor requires one); `sizeHint` the caller's body size. */
+export function chatToMessagesRequest(body: ChatRequest, defaultMaxTokens: number, sizeHint: number): TranslatedRequest {
   const call = readChatCall(body, 'msgvendor');
   return {
     operation: { op: 'messages', model: call.model, stream: call.stream, query: '' },
-    body: Buffer.from(JSON.stringify(messagesBody(call, defaultMaxTokens))),
+    body: messagesBody(call, defaultMaxTokens, sizeHint),
     headers: { 'anthropic-version': ANTHROPIC_VERSION },
   };
 }

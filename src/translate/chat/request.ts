@@ -30,11 +30,12 @@ export interface ChatTool {
 
 export type ChatToolChoice = { kind: 'auto' | 'none' | 'required' } | { kind: 'function'; name: string };
 
-/** Everything a translator maps, read once from the caller's body. */
+/** Everything a translator maps, read from the caller's body. */
 export interface ChatCall {
   model: string;
   stream: boolean;
-  messages: ChatMessage[];
+  /** the caller's messages as sent (a non-empty array): eachMessage reads them one at a time, so they are never held in a second form */
+  messages: readonly unknown[];
   tools: ChatTool[];
   toolChoice: ChatToolChoice | undefined;
   parallelToolCalls: boolean;
@@ -198,7 +199,7 @@ function stop(v: unknown): string[] {
   throw bad('stop', 'must be a string or an array of strings');
 }
 
-/** Reads a chat-completions body for translation to `target`; 400 on anything it cannot carry. */
+/** Reads a chat-completions body for translation to `target`; 400 on anything it cannot carry (a message's own fault when eachMessage reaches it). */
 export function readChatCall(body: ChatRequest, target: string): ChatCall {
   refuseUnsupported(body, target);
   if (!Array.isArray(body.messages) || body.messages.length === 0) throw bad('messages', 'required non-empty array');
@@ -207,7 +208,7 @@ export function readChatCall(body: ChatRequest, target: string): ChatCall {
   return {
     model: body.model,
     stream: body.stream === true,
-    messages: body.messages.map(message),
+    messages: body.messages as unknown[],
     tools: tools(body['tools']),
     toolChoice: toolChoice(body['tool_choice']),
     parallelToolCalls: body['parallel_tool_calls'] !== false,
@@ -220,10 +221,22 @@ export function readChatCall(body: ChatRequest, target: string): ChatCall {
   };
 }
 
+/** Reads each message in order, 400 naming the first that cannot be translated; none is kept once visited. */
+export function eachMessage(call: ChatCall, visit: (m: ChatMessage, i: number) => void): void {
+  const raw = call.messages;
+  for (let i = 0; i < raw.length; i++) visit(message(raw[i], i), i);
+}
+
+const roleOf = (m: unknown): unknown => (isObject(m) ? m['role'] : undefined);
+
 /** The name of the function a tool result answers: the vendors that want it get it from the assistant turn that called it. */
-export function toolNamesById(messages: readonly ChatMessage[]): Map<string, string> {
+export function toolNamesById(call: ChatCall): Map<string, string> {
   const names = new Map<string, string>();
-  for (const m of messages) if (m.role === 'assistant') for (const c of m.toolCalls) names.set(c.id, c.name);
+  call.messages.forEach((raw, i) => {
+    if (roleOf(raw) !== 'assistant') return;
+    const m = message(raw, i);
+    if (m.role === 'assistant') for (const c of m.toolCalls) names.set(c.id, c.name);
+  });
   return names;
 }
 
@@ -238,16 +251,14 @@ export function parsedArguments(call: ChatToolCall, field: string): Record<strin
   throw bad(field, `arguments of tool call ${call.id} must be a JSON object`);
 }
 
-/** Joins every system and developer message, in order, for vendors that take one system prompt. */
-export const systemTexts = (messages: readonly ChatMessage[]): string[] => messages.flatMap((m) => (m.role === 'system' && m.text !== '' ? [m.text] : []));
-
-/** Groups consecutive turns of the same vendor role: vendors want user and assistant turns to alternate. */
-export function alternate<R extends string, B>(turns: ReadonlyArray<{ role: R; blocks: B[] }>): Array<{ role: R; blocks: B[] }> {
-  const out: Array<{ role: R; blocks: B[] }> = [];
-  for (const t of turns) {
-    const last = out[out.length - 1];
-    if (last && last.role === t.role) last.blocks.push(...t.blocks);
-    else out.push({ role: t.role, blocks: [...t.blocks] });
-  }
-  return out.filter((t) => t.blocks.length > 0);
+/** Every system and developer message's text, in order, for vendors that take the system prompt apart from the turns. */
+export function systemTexts(call: ChatCall): string[] {
+  const texts: string[] = [];
+  call.messages.forEach((raw, i) => {
+    const role = roleOf(raw);
+    if (role !== 'system' && role !== 'developer') return;
+    const m = message(raw, i);
+    if (m.role === 'system' && m.text !== '') texts.push(m.text);
+  });
+  return texts;
 }
