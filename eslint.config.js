@@ -24,6 +24,14 @@ export default tseslint.config(
   },
   { files: ['src/**/*.ts'], rules: { 'no-console': 'error' } },
   {
+    // the web console: browser modules, served as they are (no build step)
+    files: ['src/console/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: { document: 'readonly', window: 'readonly', location: 'readonly', sessionStorage: 'readonly', FormData: 'readonly', URLSearchParams: 'readonly', Node: 'readonly' },
+    },
+  },
+  {
     // settings are read once, in settings.ts; main.ts only hands the environment to replica processes
     files: ['src/**/*.ts'],
     ignores: ['src/settings.ts', 'src/main.ts'],

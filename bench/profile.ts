@@ -34,6 +34,7 @@ async function main(): Promise<void> {
   let requests = 0;
   try {
     const gateway = await startGatewayProcess(place.target, {
+      skillsOff: process.env['BENCH_PROFILE_SKILLS_OFF'] === '1',
       upstreamPort: upstream.port,
       workDir,
       nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profDir],

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Scenario } from './scenarios.js';
-import type { Target } from './targets.js';
+import { isGateway, type Target } from './targets.js';
 
 export interface Row {
   scenario: Scenario;
@@ -14,6 +14,8 @@ export interface Row {
   firstByteMs: number;
   afterFirstByteMs: number;
   requests: number;
+  /** the gateway's skill pool over the measured load (bench/pool-metrics.ts) */
+  pool?: string;
 }
 
 export interface Failure {
@@ -41,7 +43,7 @@ export function resultsTable(rows: Row[]): string {
     const isDirect = r.target === 'direct';
     return `| ${r.scenario.title} | ${r.target} | ${f(r.reqPerSec, 0)} | ${f(r.p50Ms, 2)} | ${f(r.p99Ms, 2)} | ${f(r.cpuMicrosPerReq, 1)} | ${f(r.singleMs, 3)} | ${added(r, direct, (x) => x.singleMs)} | ${f(r.firstByteMs, 3)} | ${added(r, direct, (x) => x.firstByteMs)} | ${
       isDirect ? '–' : ratio(r.reqPerSec, direct?.reqPerSec)
-    } | ${isDirect ? '–' : ratio(r.cpuMicrosPerReq, direct?.cpuMicrosPerReq)} | ${r.target === 'gateway' ? ratio(r.cpuMicrosPerReq, nginx?.cpuMicrosPerReq) : '–'} |`;
+    } | ${isDirect ? '–' : ratio(r.cpuMicrosPerReq, direct?.cpuMicrosPerReq)} | ${isGateway(r.target) ? ratio(r.cpuMicrosPerReq, nginx?.cpuMicrosPerReq) : '–'} |`;
   });
   return [...head, ...lines].join('\n');
 }
@@ -71,7 +73,7 @@ export function streamTable(rows: Row[]): string {
       f(addedPerEvent(r, direct, stream.events), 1),
       f(addedPerLaterEvent(r, direct, stream.events), 1),
       f(r.cpuMicrosPerReq / stream.events, 1),
-      r.target === 'gateway' ? ratio(r.cpuMicrosPerReq, nginx?.cpuMicrosPerReq) : '–',
+      isGateway(r.target) ? ratio(r.cpuMicrosPerReq, nginx?.cpuMicrosPerReq) : '–',
     ];
     return [`| ${cells.join(' | ')} |`];
   });
@@ -143,7 +145,53 @@ export function budgetLines(rows: Row[]): string[] {
   if (nginxJson && directJson) {
     out.push(`- Reference, nginx on small JSON: ${f(nginxJson.cpuMicrosPerReq, 1)} µs CPU per request, +${f(nginxJson.singleMs - directJson.singleMs, 3)} ms single-connection (the issue quotes 17 µs, +0.04 ms)`);
   }
-  return [...out, ...regressionLines(rows), ...streamLines(rows)];
+  out.push(...skillBudgetLines(rows));
+  const pools = rows.flatMap((r) => (r.pool ? [`- Skill pool under ${r.scenario.title} load (gateway): ${r.pool}`] : []));
+  return [...out, ...regressionLines(rows), ...skillsOffLines(rows), ...pools, ...streamLines(rows)];
+}
+
+/** The per-key skills' budget: a cache hit, all five in shadow, PII redaction on a large body. */
+function skillBudgetLines(rows: Row[]): string[] {
+  const out: string[] = [];
+  const mark = (ok: boolean) => (ok ? 'met' : '**missed**');
+  const gw = (id: Scenario['id']) => find(rows, id, 'gateway');
+  const added = (id: Scenario['id']) => {
+    const r = gw(id);
+    const direct = find(rows, id, 'direct');
+    return r && direct ? r.singleMs - direct.singleMs : undefined;
+  };
+  const hit = gw('cache-hit');
+  const relay = gw('json');
+  const hitAdded = added('cache-hit');
+  const relayAdded = added('json');
+  if (hit && relay && hitAdded !== undefined && relayAdded !== undefined) {
+    const ok = hit.cpuMicrosPerReq <= relay.cpuMicrosPerReq && hitAdded < relayAdded;
+    out.push(`- Cache hit: ${f(hit.cpuMicrosPerReq, 1)} µs CPU/req, +${f(hitAdded, 3)} ms 1-conn, against the relayed call's ${f(relay.cpuMicrosPerReq, 1)} µs, +${f(relayAdded, 3)} ms (budget: no more CPU, less added time): ${mark(ok)}`);
+  }
+  const shadow = gw('shadow-2k');
+  const plain = gw('chat2k');
+  if (shadow && plain) {
+    const extra = shadow.singleMs - plain.singleMs;
+    out.push(`- All five skills in shadow on a 2 KB chat body: +${f(extra, 3)} ms 1-conn and +${f(shadow.cpuMicrosPerReq - plain.cpuMicrosPerReq, 1)} µs CPU/req over skills off (budget ≤ 0.5 ms): ${mark(extra <= 0.5)}`);
+  }
+  const pii = gw('pii-32k');
+  if (pii) out.push(`- PII redaction acting on a 32 KB body: p99 ${f(pii.p99Ms, 0)} ms under load, +${f(added('pii-32k') ?? NaN, 3)} ms 1-conn, ${f(pii.cpuMicrosPerReq, 1)} µs CPU/req (ceiling 250 ms): ${mark(pii.p99Ms < 250)}`);
+  return out;
+}
+
+/** The request skeleton with no skill stage (empty skills table) beside the gateway as shipped, whose guardrails always run. */
+function skillsOffLines(rows: Row[]): string[] {
+  return rows.flatMap((off) => {
+    if (off.target !== 'skills-off') return [];
+    const direct = find(rows, off.scenario.id, 'direct');
+    const gw = find(rows, off.scenario.id, 'gateway');
+    if (!direct || !gw) return [];
+    const added = (r: Row) => r.singleMs - direct.singleMs;
+    return [
+      `- ${off.scenario.title}, skills off (empty skills table): ${f(off.cpuMicrosPerReq, 1)} µs CPU/req, +${f(added(off), 3)} ms 1-conn; ` +
+        `the guardrail stage on top (the gateway as shipped): +${f(gw.cpuMicrosPerReq - off.cpuMicrosPerReq, 1)} µs CPU/req, +${f(added(gw) - added(off), 3)} ms 1-conn`,
+    ];
+  });
 }
 
 /**

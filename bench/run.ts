@@ -7,6 +7,7 @@ import { budgetLines, resultsTable, streamTable, writeSection, type Failure, typ
 import { SCENARIOS, type Scenario } from './scenarios.js';
 import { singleConnections } from './single-connection.js';
 import { checkReply, load, requestBytes } from './load.js';
+import { poolLine, poolSnapshot } from './pool-metrics.js';
 import { nginxVersion, startGatewayProcess, startNginx, startUpstream, type Target } from './targets.js';
 
 /**
@@ -25,7 +26,7 @@ import { nginxVersion, startGatewayProcess, startNginx, startUpstream, type Targ
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DOC = join(ROOT, 'docs/performance.md');
-const TARGET_IDS: Target['id'][] = ['direct', 'gateway', 'nginx'];
+const TARGET_IDS: Target['id'][] = ['direct', 'gateway', 'skills-off', 'nginx'];
 
 function numberEnv(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -67,9 +68,11 @@ async function underLoad(target: Target, scenario: Scenario): Promise<LoadFigure
   const problem = await checkReply(target, scenario);
   if (problem) return problem;
   await load(target, scenario, config.warmup, config.connections);
+  const poolBefore = target.id === 'gateway' ? await poolSnapshot(target.port) : undefined;
   const cpuBefore = cpuMicros(target.pid);
   const result = await load(target, scenario, config.duration, config.connections);
   const cpu = cpuMicros(target.pid) - cpuBefore;
+  const pool = poolBefore && poolLine(poolBefore, await poolSnapshot(target.port));
   if (result.non2xx > 0 || result.errors > 0) return `${result.non2xx} non-2xx replies and ${result.errors} errors under load`;
   const requests = result['2xx'];
   return {
@@ -80,13 +83,14 @@ async function underLoad(target: Target, scenario: Scenario): Promise<LoadFigure
     p99Ms: result.latency.p99,
     cpuMicrosPerReq: cpu / requests,
     requests,
+    ...(pool && { pool }),
   };
 }
 
 /** Every target under load in turn, then the single-connection timings of those that passed, interleaved. */
 async function measure(scenario: Scenario, targets: Target[], failures: Failure[]): Promise<Row[]> {
   const measured: { target: Target; figures: LoadFigures }[] = [];
-  for (const target of targets) {
+  for (const target of targets.filter((t) => t.id !== 'skills-off' || scenario.skillsOff)) {
     process.stdout.write(`${scenario.id} / ${target.id} … `);
     const outcome = await underLoad(target, scenario);
     if (typeof outcome === 'string') {
@@ -125,7 +129,7 @@ const METHOD = `Method. One fake upstream (bench/fake-upstream.ts, native uWebSo
 (OpenAI chat completions, Messages SSE, ConverseStream's AWS event stream with valid CRCs) and serves all three targets:
 **direct** (the fake itself, on the vendor's paths), **gateway** (one replica, GW_WORKERS=1, built \`dist/\`, a bootstrapped org and developer key,
 a pass-through provider key, GW_UPSTREAM_OPENAI/MSGVENDOR/CLOUDY pointed at the fake, info logs written to a file, metrics and accounting on)
-and **nginx** (one worker, an upstream keep-alive pool, \`proxy_buffering off\` as a streaming relay needs, the gateway's \`/msgvendor/\`
+**skills-off** (the same gateway started by bench/gateway-skills-off.mjs with an empty skills table: the request skeleton's own cost, without the guardrail stage every parsing request pays; on small JSON, the 2 KB chat body, the stream and the 32 KB body only) and **nginx** (one worker, an upstream keep-alive pool, \`proxy_buffering off\` as a streaming relay needs, the gateway's \`/msgvendor/\`
 and \`/cloudy/\` prefixes stripped as the gateway strips them, access log on with a 64 KB buffer).
 Every reply is checked once before a cell is measured (a stream's events in order; every event-stream frame decoded, both CRCs verified).
 Load: autocannon (settings above). *CPU µs/req* is the target process's utime+stime from /proc/<pid>/stat over the measured
@@ -161,6 +165,7 @@ async function main(): Promise<void> {
     const upstream = await startUpstream(place.upstream);
     started.push(upstream);
     if (wanted.includes('gateway')) started.push(await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir, fromSource: config.fromSource }));
+    if (wanted.includes('skills-off')) started.push(await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir, skillsOff: true }));
     if (wanted.includes('nginx')) started.push(await startNginx(place.target, upstream.port, workDir));
     const targets = started.filter((t) => wanted.includes(t.id));
     for (const scenario of scenarios) rows.push(...(await measure(scenario, targets, failures)));

@@ -1,11 +1,11 @@
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { STREAM_CHUNKS, STREAM_EVENTS } from './fake-upstream.js';
-import { BENCH_ADAPTER, BENCH_DEV_KEY, type Target } from './targets.js';
+import { BENCH_ADAPTER, BENCH_DEV_KEY, isGateway, type Target } from './targets.js';
 
 /** One request shape the bench drives at every target, and how to tell its reply is right. */
 export interface Scenario {
-  id: 'json' | 'chat2k' | 'stream' | 'body32k' | 'messages-stream' | 'converse-stream' | 'execute' | 'selfhosted-adapter';
+  id: 'json' | 'chat2k' | 'stream' | 'body32k' | 'messages-stream' | 'converse-stream' | 'execute' | 'selfhosted-adapter' | 'cache-hit' | 'shadow-2k' | 'pii-32k';
   title: string;
   /** the path on the gateway; nginx maps it to the vendor's path the way the gateway does */
   path: string;
@@ -23,10 +23,12 @@ export interface Scenario {
   stream?: { family: 'SSE' | 'event-stream'; events: number };
   /** a reason when this target's reply is not what this scenario expects */
   problem(body: Buffer, target: Target['id']): string | undefined;
+  /** also measured on the `skills-off` target: the request skeleton's own cost on the relay's budget scenarios and the 2 KB chat body (what the guardrail stage adds) */
+  skillsOff?: true;
 }
 
 export const pathFor = (target: Target['id'], scenario: Scenario): string => (target === 'direct' ? scenario.upstreamPath : target === 'nginx' && scenario.vendorCall ? scenario.vendorCall.path : scenario.path);
-export const bodyFor = (target: Target['id'], scenario: Scenario): string => (target !== 'gateway' && scenario.vendorCall ? scenario.vendorCall.body : scenario.body);
+export const bodyFor = (target: Target['id'], scenario: Scenario): string => (!isGateway(target) && scenario.vendorCall ? scenario.vendorCall.body : scenario.body);
 
 const CHAT_PATH = '/v1/chat/completions';
 /** the developer key on each surface's own carrier, the vendor key passed through on x-gw-provider-key */
@@ -45,6 +47,17 @@ function paddedBody(bytes: number): string {
   const content = filler.repeat(Math.ceil(room / filler.length)).slice(0, room);
   return shell(content);
 }
+
+/** a chat body of about `bytes` whose user turn carries an e-mail address and a phone number every sentence or so */
+function personalBody(bytes: number): string {
+  const shell = (content: string) => JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content }] });
+  const filler = 'Please write to jane.doe@example.com or call +1 415 555 0100 about the order. ';
+  const room = bytes - Buffer.byteLength(shell(''));
+  return shell(filler.repeat(Math.ceil(room / filler.length)).slice(0, room));
+}
+
+/** every per-key skill in shadow for one request (`x-gw-skills`) */
+const ALL_SHADOW = ['semantic_cache', 'prompt_compaction', 'pii_redaction', 'model_routing', 'agent_trajectory_compaction'].map((s) => `${s}=shadow`).join(',');
 
 const SMALL_CHAT = JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'Say hello.' }] });
 
@@ -78,6 +91,7 @@ function eventStreamTypes(body: Buffer): string[] {
 export const SCENARIOS: Scenario[] = [
   {
     id: 'json',
+    skillsOff: true,
     title: 'small JSON',
     path: CHAT_PATH,
     upstreamPath: CHAT_PATH,
@@ -98,6 +112,7 @@ export const SCENARIOS: Scenario[] = [
   {
     // the guardrails' regex stage runs on the request path of every parsing surface; the classifier (shadow by default) beside the upstream call
     id: 'chat2k',
+    skillsOff: true,
     title: '2 KB chat body (guardrails on the request path)',
     path: CHAT_PATH,
     upstreamPath: CHAT_PATH,
@@ -107,6 +122,7 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     id: 'stream',
+    skillsOff: true,
     title: `${STREAM_CHUNKS}-chunk SSE stream`,
     path: CHAT_PATH,
     upstreamPath: CHAT_PATH,
@@ -122,6 +138,7 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     id: 'body32k',
+    skillsOff: true,
     title: '32 KB request body',
     path: CHAT_PATH,
     upstreamPath: CHAT_PATH,
@@ -163,6 +180,34 @@ export const SCENARIOS: Scenario[] = [
     headers: CHAT_HEADERS,
     body: JSON.stringify({ input: { messages: [{ role: 'user', content: 'Say hello.' }] }, target: { model: 'gpt-4o' } }),
     vendorCall: { path: CHAT_PATH, body: SMALL_CHAT },
-    problem: (body, target) => (target !== 'gateway' ? isCompletion(body) : body.includes('"object":"execution"') ? undefined : `not an execution: ${body.toString().slice(0, 160)}`),
+    problem: (body, target) => (!isGateway(target) ? isCompletion(body) : body.includes('"object":"execution"') ? undefined : `not an execution: ${body.toString().slice(0, 160)}`),
+  },
+  {
+    // the first call fills the cache (in process: the bench gateway has no Redis); every later one is answered from it
+    id: 'cache-hit',
+    title: 'small JSON answered from the semantic cache',
+    path: CHAT_PATH,
+    upstreamPath: CHAT_PATH,
+    headers: { ...CHAT_HEADERS, 'x-gw-skills': 'semantic_cache=prod' },
+    body: SMALL_CHAT,
+    problem: isCompletion,
+  },
+  {
+    id: 'shadow-2k',
+    title: '2 KB chat body, all five skills in shadow',
+    path: CHAT_PATH,
+    upstreamPath: CHAT_PATH,
+    headers: { ...CHAT_HEADERS, 'x-gw-skills': ALL_SHADOW },
+    body: paddedBody(2 * 1024),
+    problem: isCompletion,
+  },
+  {
+    id: 'pii-32k',
+    title: '32 KB body with personal data, PII redaction acting',
+    path: CHAT_PATH,
+    upstreamPath: CHAT_PATH,
+    headers: { ...CHAT_HEADERS, 'x-gw-skills': 'pii_redaction=prod' },
+    body: personalBody(32 * 1024),
+    problem: isCompletion,
   },
 ];

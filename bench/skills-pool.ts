@@ -4,30 +4,32 @@
  * of the main thread and of every other thread (pool threads, plus V8's and
  * libuv's helpers), read per thread from /proc (Linux only).
  *
- *   node --import tsx bench/skills-pool.ts [--threads 2] [--concurrency 1] [--stages 5000]
+ *   node --import tsx bench/skills-pool.ts [--threads 2] [--tasks-per-thread 4] [--concurrency 1] [--stages 5000]
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SkillPool } from '../src/skills/pool.js';
-import type { StageTask } from '../src/skills/stage.js';
+import { STARTED_SLOT_INTS, type StageTask } from '../src/skills/stage.js';
 
-const { values } = parseArgs({ options: { threads: { type: 'string', default: '2' }, concurrency: { type: 'string', default: '1' }, stages: { type: 'string', default: '5000' } } });
+const { values } = parseArgs({ options: { threads: { type: 'string', default: '2' }, 'tasks-per-thread': { type: 'string', default: '4' }, concurrency: { type: 'string', default: '1' }, stages: { type: 'string', default: '5000' } } });
 const threads = Number(values.threads);
+const tasksPerThread = Number(values['tasks-per-thread']);
 const concurrency = Number(values.concurrency);
 const stages = Number(values.stages);
 
 const pool = new SkillPool(
-  { threads, minThreads: threads, maxQueue: 1024, idleTimeoutMs: 60_000, abortGraceMs: 100 },
+  { threads, minThreads: threads, tasksPerThread, maxQueue: 1024, idleTimeoutMs: 60_000, abortGraceMs: 100 },
   [{ id: 'bench', kind: 'guardrail', evaluator: { module: new URL('./skills-evaluator.ts', import.meta.url).href, export: 'parseAndCount' }, shadowBesideDispatch: true, order: 1 }],
 );
 
 const body = Buffer.from(JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'word '.repeat(390) }] }));
 
 function task(): Omit<StageTask, 'deadlineAt'> {
-  const sab = new SharedArrayBuffer(4 + body.length);
-  const shared = new Uint8Array(sab, 4);
+  const flagBytes = STARTED_SLOT_INTS * 4;
+  const sab = new SharedArrayBuffer(flagBytes + body.length);
+  const shared = new Uint8Array(sab, flagBytes);
   shared.set(body);
-  return { stage: 'bench', surface: 'chat_completions', acting: false, body: shared, started: new Int32Array(sab, 0, 1) };
+  return { stage: 'bench', surface: 'chat_completions', acting: false, body: shared, started: new Int32Array(sab, 0, STARTED_SLOT_INTS) };
 }
 
 /** CPU ticks (user + system) per thread id of this process. */

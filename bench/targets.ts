@@ -4,7 +4,7 @@ import { commandOutput, freePort, spawnPinned, waitForPort, type Spawned } from 
 
 /** What autocannon and the single-connection client are pointed at. */
 export interface Target {
-  id: 'direct' | 'gateway' | 'nginx';
+  id: 'direct' | 'gateway' | 'skills-off' | 'nginx';
   title: string;
   port: number;
   /** the process whose CPU is charged to this target (nginx: its master, workers are added) */
@@ -43,12 +43,17 @@ export interface GatewayOptions {
   nodeArgs?: string[];
   /** run src/ through tsx instead of the built dist/ (quicker to iterate, not what production runs) */
   fromSource?: boolean;
+  /** the `skills-off` target: the built gateway with an empty skills table (bench/gateway-skills-off.mjs) */
+  skillsOff?: boolean;
 }
+
+/** Is this target one of the gateway's (they are sent the gateway's paths and bodies)? */
+export const isGateway = (id: Target['id']): boolean => id === 'gateway' || id === 'skills-off';
 
 /** The gateway as production runs it: one replica, auth, accounting, metrics, info logs to a file. */
 export async function startGatewayProcess(cpu: string | undefined, opts: GatewayOptions): Promise<Target & { logFile: string; child: Spawned }> {
-  const entry = opts.fromSource ? ['--import', 'tsx', join(ROOT, 'src/main.ts')] : [join(ROOT, 'dist/src/main.js')];
-  if (!opts.fromSource && !existsSync(entry[0]!)) throw new Error('dist/src/main.js is missing: run `npm run build` first');
+  const entry = opts.skillsOff ? [join(ROOT, 'bench/gateway-skills-off.mjs')] : opts.fromSource ? ['--import', 'tsx', join(ROOT, 'src/main.ts')] : [join(ROOT, 'dist/src/main.js')];
+  if (!opts.fromSource && !existsSync(join(ROOT, 'dist/src/main.js'))) throw new Error('dist/src/main.js is missing: run `npm run build` first');
   const port = await freePort();
   const bootstrap = join(opts.workDir, 'bootstrap.json');
   writeFileSync(
@@ -71,7 +76,7 @@ export async function startGatewayProcess(cpu: string | undefined, opts: Gateway
       },
     ]),
   );
-  const logFile = join(opts.workDir, 'gateway.log');
+  const logFile = join(opts.workDir, opts.skillsOff ? 'gateway-skills-off.log' : 'gateway.log');
   const logFd = openSync(logFile, 'a');
   // a clean environment: no GW_ variable of the caller's shell leaks in (a Redis URL would change what is measured)
   const env: NodeJS.ProcessEnv = {
@@ -89,11 +94,14 @@ export async function startGatewayProcess(cpu: string | undefined, opts: Gateway
     GW_DESTINATIONS_FILE: destinations,
     GW_LOG_LEVEL: 'info',
     GW_DEFAULT_RPS_CAP: '1000000000',
+    // attribution runs: extra gateway settings, e.g. BENCH_GATEWAY_ENV='GW_GUARDRAILS_MODEL_MODE=off'
+    ...extraGatewayEnv(process.env['BENCH_GATEWAY_ENV']),
   };
   const child = spawnPinned(cpu, process.execPath, [...(opts.nodeArgs ?? []), ...entry], { env, stdout: logFd, cwd: opts.workDir });
   closeSync(logFd);
   await listening(child, port);
-  return { id: 'gateway', title: 'through the gateway', port, pid: child.pid, logFile, child, stop: () => child.stop() };
+  const id = opts.skillsOff ? 'skills-off' : 'gateway';
+  return { id, title: opts.skillsOff ? 'through the gateway, empty skills table' : 'through the gateway', port, pid: child.pid, logFile, child, stop: () => child.stop() };
 }
 
 function nginxConf(dir: string, port: number, upstreamPort: number): string {
@@ -152,4 +160,15 @@ export async function startNginx(cpu: string | undefined, upstreamPort: number, 
   const child = spawnPinned(cpu, 'nginx', ['-p', dir, '-c', conf, '-e', join(dir, 'error.log')]);
   await listening(child, port);
   return { id: 'nginx', title: 'through nginx', port, pid: child.pid, stop: () => child.stop() };
+}
+
+/** `A=1 B=2` into an environment object; an entry without `=` is a typo worth stopping for. */
+function extraGatewayEnv(spec: string | undefined): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const pair of (spec ?? '').split(/\s+/).filter(Boolean)) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`BENCH_GATEWAY_ENV: "${pair}" is not NAME=value`);
+    env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return env;
 }

@@ -83,12 +83,13 @@ export async function storeDemoProviderKeys(gatewayUrl: string, apiKey: string):
   }
 }
 
-/** The once-printed dev-mode banner: what runs where and one call to try. */
+/** The once-printed dev-mode banner: what runs where, one call to try and the console; the admin CLI line comes last. */
 export function devBanner(gatewayUrl: string, dev: DevEnvironment): string {
   return [
     `GW_DEV=1: demo gateway on ${gatewayUrl}, every provider answered by a local fake vendor (never use this mode in production)`,
     `  demo org: ${DEMO_ORG}   developer key: ${dev.apiKey}   admin key: ${dev.adminKey}`,
     `  try: curl -s ${gatewayUrl}/v1/chat/completions -H 'authorization: Bearer ${dev.apiKey}' -H 'content-type: application/json' -d '{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}'`,
+    `  console: ${gatewayUrl}/console (sign in with the developer key)`,
     `  admin CLI: GW_URL=${gatewayUrl} GW_ADMIN_KEY=${dev.adminKey} npm run admin -- orgs list`,
   ].join('\n');
 }

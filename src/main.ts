@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type pino from 'pino';
 import type { Registry } from 'prom-client';
 import { adminRoutes } from './api/admin.js';
+import { consoleRoutes } from './api/console.js';
 import { selfServiceRoutes } from './api/self-service.js';
 import { scorecardRoutes } from './api/scorecard.js';
 import { skillRoutes } from './api/skills.js';
@@ -13,10 +14,13 @@ import { leverReport, publicRoutes } from './api/public.js';
 import { openApiDocument, openApiRoutes } from './api/openapi.js';
 import type { Route } from './http/types.js';
 import { ProcessFeedback } from './lifecycle/feedback.js';
-import { DurableRowSource, ProcessRowWindow } from './lifecycle/rows.js';
+import type { ScorecardRowSink } from './lifecycle/rows.js';
+import { ProcessRowWindow, type SampleSource } from './lifecycle/sources.js';
 import { storedArms } from './lifecycle/stored-arms.js';
 import { Scorecards } from './lifecycle/scorecards.js';
 import { BreakerSweep, SOLE_PROCESS } from './lifecycle/sweep.js';
+import { RedisSampleReader } from './stores/redis/sample-reader.js';
+import { RedisSampleWriter } from './stores/redis/sample-writer.js';
 import { Pipeline } from './pipeline/index.js';
 import { queueWaitStage } from './pipeline/overload.js';
 import { installCatalogFile } from './providers/catalog-file.js';
@@ -31,6 +35,7 @@ import { loadUws, portRefusal } from './server/uws.js';
 import { PROVIDER_IDS } from './providers/types.js';
 import { loadSettings, SettingsError, upstreamSetting, type Settings } from './settings.js';
 import { EmbeddedDocStore } from './stores/embedded/doc-store.js';
+import { redisTargetOf } from './stores/redis/client.js';
 import { RedisDocReader } from './stores/redis/doc-reader.js';
 import { RedisDocStore } from './stores/redis/doc-store.js';
 import { RedisLifecycleStore } from './stores/redis/lifecycle-store.js';
@@ -54,8 +59,14 @@ import { Directory } from './tenancy/directory.js';
 import { Entitlement } from './tenancy/entitlement.js';
 import { IdpVerifier } from './tenancy/idp.js';
 import { ModelAccess } from './tenancy/model-access.js';
-import { KeySkills, StoredTransitionLog } from './tenancy/skills.js';
+import { KeySkills, PER_KEY_SKILLS, StoredTransitionLog, type SkillId } from './tenancy/skills.js';
+import { SemanticCache } from './skills/cache/lookup.js';
+import { stageContext, type ContextSources } from './skills/context.js';
 import { SkillEngine } from './skills/engine.js';
+import { stageHalves } from './skills/halves.js';
+import type { CacheStore } from './stores/cache.js';
+import { EmbeddedCacheStore } from './stores/embedded/cache-store.js';
+import { RedisCacheStore } from './stores/redis/cache-store.js';
 import { EngineSkillsStage } from './skills/pipeline-stage.js';
 import { SkillPool } from './skills/pool.js';
 import { SKILLS, skillLevers, type SkillRow } from './skills/table.js';
@@ -89,8 +100,10 @@ export interface RunningGateway {
   log: Logger;
   /** this replica's metrics, for the primary's aggregated scrape */
   registry: Registry;
-  /** the process's rolling window of scorecard rows: fed by every finished request when no durable store is configured (with one, scorecards read the durable rows) */
-  scorecardRows: ProcessRowWindow;
+  /** where every finished request's row goes for the scorecards: the durable samples store with Redis, else the process's rolling window */
+  scorecardRows: ScorecardRowSink;
+  /** the breaker sweep (it runs on its own timer; tests run a period at once) */
+  sweep: BreakerSweep;
   /** hands batched log lines to the destination now */
   flushLogs(): void;
   /** stops accepting, lets in-flight requests finish (bounded), releases stores and pools */
@@ -107,18 +120,32 @@ export interface StartOptions {
 }
 
 function openStore(settings: Settings, log: Logger, metrics?: Metrics): DocStore {
-  return settings.GW_REDIS_URL
-    ? new RedisDocStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX), log, { onDataLoss: () => metrics?.storeDataLoss.inc() })
+  const redis = redisTargetOf(settings);
+  return redis
+    ? new RedisDocStore(redis, redisKeys(settings.GW_REDIS_PREFIX), log, { onDataLoss: () => metrics?.storeDataLoss.inc() })
     : new EmbeddedDocStore(settings.GW_DATA_DIR, log);
 }
+
+/** What holds the shared state, as /healthz's levers and the start line name it. */
+const storeKind = (settings: Settings): 'redis' | 'redis_cluster' | 'embedded' => (settings.GW_REDIS_CLUSTER ? 'redis_cluster' : settings.GW_REDIS_URL ? 'redis' : 'embedded');
 
 /** rows the process's scorecard window holds (all tenants): the answer without a durable store */
 const SCORECARD_WINDOW_ROWS = 50_000;
 /** task outcomes kept in process without Redis */
 const FEEDBACK_CAPACITY = 100_000;
 
+/** The semantic cache's store: Redis, shared by every replica, when set; else in process, bounded. */
+function openCacheStore(settings: Settings): CacheStore {
+  const ttlMs = settings.GW_CACHE_TTL_S * 1000;
+  const redis = redisTargetOf(settings);
+  return redis
+    ? new RedisCacheStore(redis, redisKeys(settings.GW_REDIS_PREFIX), { ttlMs })
+    : new EmbeddedCacheStore({ maxEntries: settings.GW_CACHE_MAX_ENTRIES, maxBytes: settings.GW_CACHE_MAX_BYTES, ttlMs });
+}
+
 function openMeter(settings: Settings): MeterStore {
-  return settings.GW_REDIS_URL ? new RedisMeterStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : new EmbeddedMeterStore();
+  const redis = redisTargetOf(settings);
+  return redis ? new RedisMeterStore(redis, redisKeys(settings.GW_REDIS_PREFIX)) : new EmbeddedMeterStore();
 }
 
 /** leverReport's names of the guardrail stages of the skills table */
@@ -136,9 +163,10 @@ function poolState(pool: SkillPool) {
 
 /** The Redis telemetry streams: a writer and a reader on connections of their own; none without Redis. */
 function openTelemetry(settings: Settings, log: Logger, metrics: Metrics): { writer: StreamWriter; reader: StreamReader } | undefined {
-  if (!settings.GW_REDIS_URL) return undefined;
+  const target = redisTargetOf(settings);
+  if (!target) return undefined;
   const retentionMs = settings.GW_TELEMETRY_RETENTION_H * 3_600_000;
-  const common = { url: settings.GW_REDIS_URL, prefix: settings.GW_REDIS_PREFIX, retentionMs };
+  const common = { target, prefix: settings.GW_REDIS_PREFIX, retentionMs };
   const writer = new StreamWriter({
     ...common,
     maxBuffered: settings.GW_TELEMETRY_BUFFER_ROWS,
@@ -149,6 +177,39 @@ function openTelemetry(settings: Settings, log: Logger, metrics: Metrics): { wri
   });
   metrics.setRowsBufferedSource(() => writer.buffered);
   return { writer, reader: new StreamReader({ ...common, boundMs: settings.GW_TELEMETRY_READ_TIMEOUT_S * 1000 }) };
+}
+
+/** Where the scorecards' rows go and where their samples are read: Redis for the fleet, else the process's window. */
+async function openScorecardSamples(
+  settings: Settings,
+  skills: KeySkills,
+  log: Logger,
+  metrics: Metrics,
+  releases: Array<() => unknown>,
+): Promise<{ sink: ScorecardRowSink; source: SampleSource }> {
+  const target = redisTargetOf(settings);
+  if (!target) {
+    const window = new ProcessRowWindow(SCORECARD_WINDOW_ROWS);
+    return { sink: window, source: window };
+  }
+  const keys = redisKeys(settings.GW_REDIS_PREFIX);
+  const writer = new RedisSampleWriter({
+    target,
+    keys,
+    retentionMs: settings.GW_TELEMETRY_RETENTION_H * 3_600_000,
+    maxBuffered: settings.GW_TELEMETRY_BUFFER_ROWS,
+    skills: new Set(PER_KEY_SKILLS),
+    epochOf: (keyId, skill) => skills.latestTransition(keyId, skill as SkillId)?.id ?? '',
+    log,
+    onDropped: (n) => metrics.scorecardSamplesDropped.inc(n),
+    onAppendFailed: () => metrics.scorecardSamplesFailures.inc(),
+  });
+  await writer.start();
+  releases.push(() => writer.close(settings.GW_SHUTDOWN_GRACE_S * 1000));
+  const reader = new RedisSampleReader({ target, keys, boundMs: settings.GW_TELEMETRY_READ_TIMEOUT_S * 1000 });
+  await reader.start();
+  releases.push(() => reader.close());
+  return { sink: writer, source: reader };
 }
 
 function originOverrides(s: Settings): OriginOverrides {
@@ -216,31 +277,29 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     const storeTimeoutMs = settings.GW_BYOK_STORE_TIMEOUT_S * 1000;
     const keyring = Keyring.fromSettings(settings.GW_SECRETS_KEY, settings.GW_SECRETS_KEY_PREVIOUS);
     if (keyring.ephemeral) log.info('GW_SECRETS_KEY unset: stored provider keys are sealed under a per-process key and live in memory only');
-    const docReader = settings.GW_REDIS_URL ? new RedisDocReader(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX)) : undefined;
+    const redis = redisTargetOf(settings);
+    const docReader = redis ? new RedisDocReader(redis, redisKeys(settings.GW_REDIS_PREFIX)) : undefined;
     await docReader?.start();
     if (docReader) releases.push(() => docReader.close());
     const vendorKeys = new VendorKeys(store, keyring, { timeoutMs: storeTimeoutMs, reader: docReader, cloudxOverridden: providers.isOverridden('cloudx'), rules: (p) => providers.get(p).storedCredential, log });
     await vendorKeys.start();
     const modelAccess = new ModelAccess(store);
-    const lifecycleStore = settings.GW_REDIS_URL ? new RedisLifecycleStore(settings.GW_REDIS_URL, redisKeys(settings.GW_REDIS_PREFIX), randomUUID()) : undefined;
+    const lifecycleStore = redis ? new RedisLifecycleStore(redis, redisKeys(settings.GW_REDIS_PREFIX), randomUUID()) : undefined;
     await lifecycleStore?.start();
     if (lifecycleStore) releases.push(() => lifecycleStore.close());
     const keySkills = new KeySkills(store, storeTimeoutMs, lifecycleStore ?? new StoredTransitionLog(store), (obj, msg) => log.warn(obj, msg));
     const armed = settings.GW_SKILL_AUTO_ROLLBACK.split(',').map((s) => s.trim()).filter(Boolean);
-    const scorecardRows = new ProcessRowWindow(SCORECARD_WINDOW_ROWS);
     const feedback = lifecycleStore ?? new ProcessFeedback(FEEDBACK_CAPACITY);
-    // with a durable store every replica reads the fleet's rows; without, the process's own window
-    const reader = telemetry?.reader;
-    const rowSource = reader
-      ? new DurableRowSource(async (tenant, sinceMs) => (await reader.list(tenant, { startMs: sinceMs, limit: Number.MAX_SAFE_INTEGER, filters: [], withDecision: false })).map((e) => e.row))
-      : scorecardRows;
-    const scorecards = new Scorecards({ rows: rowSource, feedback, skills: keySkills, directory, armed: new Set(armed) });
+    // with Redis every replica adds its requests' samples to the fleet's and reads them back; without, the process keeps its own rows
+    const { sink: scorecardRows, source: sampleSource } = await openScorecardSamples(settings, keySkills, log, metrics, releases);
+    const scorecards = new Scorecards({ samples: sampleSource, feedback, skills: keySkills, directory, armed: new Set(armed) });
     // each replica process has its own pool of skill threads
     const skillRows = opts.skillRows ?? SKILLS;
     const skillPool = new SkillPool(
       {
         threads: settings.GW_SKILL_THREADS,
         minThreads: settings.GW_SKILL_MIN_THREADS,
+        tasksPerThread: settings.GW_SKILL_TASKS_PER_THREAD,
         maxQueue: settings.GW_SKILL_MAX_QUEUE,
         idleTimeoutMs: settings.GW_SKILL_IDLE_TIMEOUT_MS,
         abortGraceMs: settings.GW_SKILL_ABORT_GRACE_MS,
@@ -250,7 +309,20 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     );
     releases.push(() => skillPool.close());
     if (skillRows[0]) await skillPool.warm(skillRows[0].id);
-    const skills = new EngineSkillsStage(new SkillEngine({ pool: skillPool, modes: keySkills, settings, rows: skillRows, shedShadow: () => load.shouldShedShadow() }), keySkills);
+    const cacheStore = openCacheStore(settings);
+    await cacheStore.start();
+    releases.push(() => cacheStore.close());
+    const semanticCache = new SemanticCache(cacheStore, { similarity: settings.GW_CACHE_SIMILARITY, maxBytes: settings.GW_CACHE_MAX_BYTES }, metrics.semanticCache);
+    const contextSources: ContextSources = {
+      allowedModels: (org) => modelAccess.models(org),
+      storedProviders: (org) => vendorKeys.list(org).map((k) => k.provider),
+      selfHosted: destinations ? ['selfhosted'] : [],
+      foldParams: (key) => keySkills.config(key).skill_params.agent_trajectory_compaction,
+    };
+    const skills = new EngineSkillsStage(new SkillEngine({ pool: skillPool, modes: keySkills, settings, rows: skillRows, shedShadow: () => load.shouldShedShadow() }), keySkills, {
+      context: (input) => stageContext(contextSources, input),
+      half: stageHalves(semanticCache),
+    });
     const idp =
       settings.GW_IDP_ISSUER && settings.GW_IDP_JWKS
         ? await IdpVerifier.create({ issuer: settings.GW_IDP_ISSUER, jwks: settings.GW_IDP_JWKS, audience: settings.GW_IDP_AUDIENCE, groupMap: settings.GW_IDP_GROUP_MAP })
@@ -272,7 +344,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       log,
       rows: new TelemetryRows(ring, telemetry?.writer, metrics, log, {
         storedArms: storedArms(keySkills),
-        onRow: telemetry ? undefined : (row) => scorecardRows.record(row),
+        onRow: (row) => scorecardRows.record(row),
       }),
       health: originHealth,
       inflight: new UpstreamInflight(settings.GW_UPSTREAM_MAX_INFLIGHT, load),
@@ -291,7 +363,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         guardrails_classifier_mode: settings.GW_GUARDRAILS_MODEL_MODE,
         auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
         ingress_budget: settings.GW_INGRESS_BUDGET ?? null,
-        store: settings.GW_REDIS_URL ? 'redis' : 'embedded',
+        store: storeKind(settings),
       },
     });
     let inFlight = () => 0;
@@ -310,6 +382,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
         },
         settings.GW_METRICS_PUBLIC === '1',
       ),
+      ...consoleRoutes(),
       ...adminRoutes(admin, settings.GW_ADMIN_KEY, log),
       ...selfServiceRoutes({ entitlement, directory, vendorKeys, modelAccess, spendCaps, skills: keySkills }),
       ...skillRoutes(entitlement, keySkills),
@@ -356,7 +429,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     const port = await front.listen(settings.GW_HOST, settings.GW_PORT, opts.sharePort);
     // idle keep-alive connections would otherwise hold the process until their clients let go
     releases.push(() => front.closeConnections());
-    log.info({ host: settings.GW_HOST, port, store: settings.GW_REDIS_URL ? 'redis' : 'embedded' }, 'gateway listening');
+    log.info({ host: settings.GW_HOST, port, store: storeKind(settings) }, 'gateway listening');
     const metricsApp = settings.GW_METRICS_PORT === undefined ? undefined : await startMetricsApp(uws, settings.GW_HOST, settings.GW_METRICS_PORT, metrics.registry, log);
     if (metricsApp) releases.push(() => metricsApp.close());
 
@@ -366,6 +439,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       log,
       registry: metrics.registry,
       scorecardRows,
+      sweep,
       flushLogs: () => logging.flushBatches(),
       async close() {
         // /readyz answers 503 from here on (to a balancer still holding a connection)

@@ -31,6 +31,14 @@ export const SettingsSchema = Type.Object({
   GW_PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
   GW_WORKERS: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'replicas sharing the port; default: CPUs with Redis, 1 embedded' })),
   GW_REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', ...SECRET })),
+  GW_REDIS_CLUSTER: Type.Optional(
+    Type.String({
+      // host:port seeds, optionally after redis:// or rediss:// with the credentials every node shares (parsed in src/stores/redis/client.ts)
+      pattern: '^(rediss?://([^@/\\s]*@)?)?[^,:@/\\s]+:[0-9]{1,5}(,[^,:@/\\s]+:[0-9]{1,5})*$',
+      description: 'Redis Cluster seed nodes: `host:port,host:port`, or `rediss://user:password@host:port,host:port` with TLS and the credentials every node shares',
+      ...SECRET,
+    }),
+  ),
   GW_REDIS_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_:.-]{1,64}$', default: 'gw:', description: 'namespace of every Redis key and channel' }),
   GW_DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
   GW_ADMIN_KEY: Type.Optional(Type.String({ minLength: 16, ...SECRET })),
@@ -72,7 +80,8 @@ export const SettingsSchema = Type.Object({
   GW_BREAKER_SWEEP_S: Seconds(60, 'period of the breaker sweep (one replica sweeps at a time)'),
   GW_SKILL_THREADS: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'skill pool threads per replica (most)' }),
   GW_SKILL_MIN_THREADS: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'skill pool threads kept warm per replica' }),
-  GW_SKILL_MAX_QUEUE: Type.Integer({ minimum: 0, maximum: 65536, default: 32, description: 'skill stages waiting for a thread before a stage is refused as overloaded' }),
+  GW_SKILL_TASKS_PER_THREAD: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'skill stages handed to one pool thread at a time: it runs them one after another, without a wake-up between them' }),
+  GW_SKILL_MAX_QUEUE: Type.Integer({ minimum: 0, maximum: 65536, default: 256, description: 'skill stages waiting for a thread before a stage is refused as overloaded' }),
   GW_SKILL_IDLE_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 30_000, description: 'an idle skill thread above the warm count ends after this' }),
   GW_SKILL_CEILING_ACTING_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 250, description: 'wall-clock ceiling of each acting skill stage, per request; 0 = every stage misses' }),
   GW_SKILL_CEILING_SHADOW_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 50, description: 'wall-clock ceiling of each shadow skill stage, per request; 0 = every stage misses' }),
@@ -153,11 +162,13 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   }
   if (!validate(raw)) problems.push(...schemaProblems(validate.errors ?? [], raw));
   const s = raw as RawSettings;
-  if ((s.GW_REDIS_URL || s.GW_DATA_DIR) && !s.GW_SECRETS_KEY) {
-    problems.push('GW_SECRETS_KEY: required when GW_REDIS_URL or GW_DATA_DIR is set (32 bytes, base64)');
+  const redis = s.GW_REDIS_URL || s.GW_REDIS_CLUSTER;
+  if (s.GW_REDIS_URL && s.GW_REDIS_CLUSTER) problems.push('GW_REDIS_CLUSTER: set either GW_REDIS_URL (one node) or GW_REDIS_CLUSTER (a cluster), not both');
+  if ((redis || s.GW_DATA_DIR) && !s.GW_SECRETS_KEY) {
+    problems.push('GW_SECRETS_KEY: required when GW_REDIS_URL, GW_REDIS_CLUSTER or GW_DATA_DIR is set (32 bytes, base64)');
   }
-  if (s.GW_WORKERS !== undefined && s.GW_WORKERS > 1 && !s.GW_REDIS_URL) {
-    problems.push('GW_WORKERS: more than one replica needs GW_REDIS_URL (embedded state is per process)');
+  if (s.GW_WORKERS !== undefined && s.GW_WORKERS > 1 && !redis) {
+    problems.push('GW_WORKERS: more than one replica needs GW_REDIS_URL or GW_REDIS_CLUSTER (embedded state is per process)');
   }
   if (s.GW_SKILL_MIN_THREADS > s.GW_SKILL_THREADS) problems.push('GW_SKILL_MIN_THREADS: must not exceed GW_SKILL_THREADS');
   if (s.GW_IDP_ISSUER && !s.GW_IDP_JWKS) problems.push('GW_IDP_JWKS: required when GW_IDP_ISSUER is set');
@@ -170,6 +181,6 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     }
   }
   if (problems.length > 0) throw new SettingsError(problems);
-  const workers = s.GW_WORKERS ?? (s.GW_REDIS_URL ? cpus().length : 1);
+  const workers = s.GW_WORKERS ?? (redis ? cpus().length : 1);
   return { ...s, GW_WORKERS: workers };
 }

@@ -52,6 +52,8 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
   'GET /v1/models': { summary: 'The catalog models the gateway can serve now', tag: 'public', auth: 'none' },
   'GET /metrics': { summary: 'Prometheus metrics of the answering replica (unless GW_METRICS_PUBLIC=0)', tag: 'public', auth: 'none' },
   'GET /openapi.json': { summary: 'This document', tag: 'public', auth: 'none' },
+  'GET /console': { summary: 'The web console (HTML); it signs in with a developer key and reads the routes of this document', tag: 'console', auth: 'none' },
+  'GET /console/:file': { summary: 'One of the console\'s fixed static files (modules, stylesheet, icon); any other name is 404', tag: 'console', auth: 'none' },
   'POST /api/v1/admin/orgs': { summary: 'Create an org or sub-tenant (200 when it exists with the same fields)', tag: 'admin', auth: 'admin', body: OrgInput },
   'GET /api/v1/admin/orgs': { summary: 'List every org', tag: 'admin', auth: 'admin' },
   'POST /api/v1/admin/dev_keys': { summary: 'Issue a developer key; the secret is in this answer only', tag: 'admin', auth: 'admin', body: DevKeyInput },

@@ -4,7 +4,7 @@ import type { Route } from '../http/types.js';
 import { compileSchema, parseJsonObject } from '../http/validate.js';
 import { queryParam } from '../http/query.js';
 import type { FeedbackStore } from '../lifecycle/feedback.js';
-import { feedbackKey } from '../lifecycle/scorecard.js';
+import { feedbackKey } from '../lifecycle/samples.js';
 import { DEFAULT_WINDOW, isWindow, WINDOWS, type Scorecards } from '../lifecycle/scorecards.js';
 import { SURFACES } from '../surfaces/index.js';
 import { namedTenants, type Entitlement } from '../tenancy/entitlement.js';

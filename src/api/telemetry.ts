@@ -86,7 +86,7 @@ function windowOf(p: Map<string, string>, fallback: string): { name: string; ms:
 }
 
 const storeOrRefuse = (reader: StreamReader | undefined): StreamReader => {
-  if (!reader) throw new GatewayError('not_implemented', 'no telemetry store: this deployment runs without GW_REDIS_URL, so durable rows and usage are not kept');
+  if (!reader) throw new GatewayError('not_implemented', 'no telemetry store: this deployment runs without Redis (GW_REDIS_URL or GW_REDIS_CLUSTER), so durable rows and usage are not kept');
   return reader;
 };
 

@@ -6,7 +6,7 @@ import { loadedAdapters, loraRequests } from '../providers/selfhosted.js';
 import type { ProviderCredential } from '../providers/types.js';
 import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
-import type { Upstream } from '../upstream/client.js';
+import { failureKind, type Upstream } from '../upstream/client.js';
 import type { OriginHealth } from '../upstream/health.js';
 import { requestWhole, type WholeReply } from '../upstream/whole.js';
 import { AdapterSlots, NoRoomNow, ServerRefusal, type LoraServer } from './adapters.js';
@@ -63,6 +63,8 @@ function loraServer(upstream: Upstream, e: DestinationEntry): LoraServer {
   };
 }
 
+const NONE_TRIED: ReadonlySet<string> = new Set();
+
 /** Calls finished within this window measure how fast destinations drain, for Retry-After. */
 const DRAIN_WINDOW_S = 10;
 
@@ -113,7 +115,7 @@ export class Destinations implements DestinationRouter {
     return this.all.find((d) => d.id === destinationId)?.slots.loadedNames() ?? [];
   }
 
-  async route(model: string | undefined): Promise<RoutedCall | RefusedByServer> {
+  async route(model: string | undefined, tried: ReadonlySet<string> = NONE_TRIED): Promise<RoutedCall | RefusedByServer | undefined> {
     const holding = model === undefined ? [] : this.all.filter((d) => d.holds(model));
     if (model === undefined || holding.length === 0) throw new GatewayError('request_error', `model: no destination serves ${JSON.stringify(model)}`, { fields: { field: 'model' } });
     const adapter = holding.some((d) => d.slots.has(model));
@@ -121,7 +123,10 @@ export class Destinations implements DestinationRouter {
     if (fitting.length === 0) {
       throw new GatewayError('adapter_unavailable', `adapter ${model} is larger than the adapter memory of every destination holding its base model`);
     }
-    for (const d of this.meritOrder(fitting)) {
+    const untried = fitting.filter((d) => !tried.has(d.id));
+    if (untried.length === 0) return undefined;
+    let unreachable: GatewayError | undefined;
+    for (const d of this.meritOrder(untried)) {
       if (d.inflight >= d.maxInflight) continue;
       d.inflight++;
       let unpin = () => {};
@@ -132,11 +137,15 @@ export class Destinations implements DestinationRouter {
           d.inflight--;
           if (err instanceof NoRoomNow) continue;
           if (err instanceof ServerRefusal) return refused(err.reply);
-          throw this.unreachable(d, err);
+          unreachable = this.unreachable(d, err);
+          // a load that could not connect sent nothing: the next destination may load it
+          if (err instanceof Error && failureKind(err) === 'connect') continue;
+          throw unreachable;
         }
       }
       return this.routed(d, model, adapter, unpin);
     }
+    if (unreachable) throw unreachable;
     throw new GatewayError('overloaded', `every destination serving ${model} is at its concurrency limit`, { summary: true, retryAfterS: this.retryAfterS() });
   }
 

@@ -6,6 +6,7 @@ import type { ErrorRenderer, GatewayRequest, Route } from '../http/types.js';
 import type { AccessLog } from '../telemetry/access-log.js';
 import type { LoadMonitor } from '../telemetry/load-monitor.js';
 import type { Logger } from '../telemetry/log.js';
+import { throttledWarn } from '../telemetry/throttled-log.js';
 import { capturedLines, requestLogger, type RequestLines } from '../telemetry/request-log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import { readBody, type Ingress } from './ingress.js';
@@ -64,6 +65,7 @@ export function createFront(opts: FrontOptions): Front {
   const app: TemplatedApp = uws.App();
   let listenSocket: us_listen_socket | undefined;
   let inFlight = 0;
+  const warnShed = throttledWarn(log, 'requests shed: overloaded');
 
   /**
    * One request: the sink's hooks and the handler's GatewayRequest in one
@@ -102,6 +104,8 @@ export function createFront(opts: FrontOptions): Front {
 
     /** every answered error, at its type's level (errors.ts), with its cause (an unexpected fault's stack, the upstream's failure) */
     onError(err: GatewayError): void {
+      // shedding comes when the replica has least to spare: one line an interval, with the count held back (each shed has its access line and gw_shed_total)
+      if (err.type === 'overloaded') return warnShed({ req_id: this.id, status: err.status, reason: err.message });
       const fields = err.cause === undefined ? { type: err.type, status: err.status } : { type: err.type, status: err.status, err: err.cause };
       this.log[err.spec.level](fields, err.message);
     }

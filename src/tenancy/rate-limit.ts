@@ -74,8 +74,13 @@ export class RateLimiter {
     this.warnUnreachable = throttledWarn(opts.log, 'rate limit: shared bucket unreachable; limiting on this replica alone');
   }
 
-  /** Admits one request of `orgId` (synchronously while its batch lasts), or throws 429 rate_limited. */
-  admit(orgId: string, rps: number): void | Promise<void> {
+  /**
+   * Admits one request of `orgId` (synchronously while its batch lasts), or
+   * throws 429 rate_limited. Returns the requests this replica may still
+   * admit for the org at once (its leased batch, or its local bucket while
+   * the shared one is away): a lower bound of what the org has left.
+   */
+  admit(orgId: string, rps: number): number | Promise<number> {
     const a = this.allowance(orgId);
     const now = this.clock();
     if (now < a.degradedUntil) return this.admitLocally(a, now, rps);
@@ -85,7 +90,7 @@ export class RateLimiter {
         if (now >= a.dryUntil) void this.lease(orgId, a, rps);
         else this.leaseWhenRefilled(orgId, a, rps, a.dryUntil - now);
       }
-      return;
+      return a.tokens;
     }
     if (now < a.dryUntil) {
       this.leaseWhenRefilled(orgId, a, rps, a.dryUntil - now);
@@ -106,7 +111,7 @@ export class RateLimiter {
         a.degradedUntil = Math.max(a.degradedUntil, after + DEGRADED_MS);
       }
       if (after < a.degradedUntil) return this.admitLocally(a, after, rps);
-      if (this.takeLocal(a, after)) return;
+      if (this.takeLocal(a, after)) return a.tokens;
       throw rateLimited(Math.max(a.dryUntil - after, 1000 / rps), rps);
     });
   }
@@ -158,10 +163,10 @@ export class RateLimiter {
   }
 
   /** Fallback while the shared store is away: this replica alone at the full cap. */
-  private admitLocally(a: Allowance, now: number, rps: number): void {
+  private admitLocally(a: Allowance, now: number, rps: number): number {
     const { state, grant } = refillAndTake(a.local, now, 1, { rate: rps, capacity: Math.max(1, rps) });
     a.local = state;
-    if (grant.granted === 1) return;
+    if (grant.granted === 1) return Math.floor(state.tokens);
     throw rateLimited(grant.waitMs, rps);
   }
 

@@ -162,6 +162,11 @@ export class KeySkills {
     return next;
   }
 
+  /** The key's latest transition of the skill (kept with its mode in the mirror), if it ever had one. */
+  latestTransition(keyId: string, skill: SkillId): TransitionRecord | undefined {
+    return this.store.get<KeySkillsDoc>('key_skills', keyId)?.last_transitions?.[skill];
+  }
+
   /** Keys with a stored configuration, for the breaker sweep. */
   configuredKeys(): IterableIterator<{ key_id: string }> {
     return this.store.values<KeySkillsDoc>('key_skills');
@@ -218,7 +223,7 @@ export class KeySkills {
     const logged = await Promise.all(keyIds.map((k) => this.log.recent(k, skill, limit)));
     for (const t of logged.flat()) byId.set(t.id, t);
     for (const k of keyIds) {
-      const last = this.store.get<KeySkillsDoc>('key_skills', k)?.last_transitions?.[skill];
+      const last = this.latestTransition(k, skill);
       if (last !== undefined) byId.set(last.id, last);
     }
     return [...byId.values()].sort(newestFirst).slice(0, limit);

@@ -61,6 +61,8 @@ export interface MeteredCall {
 /** A reservation held until the call's real cost is known (undefined: billed, usage unseen: kept whole). */
 export interface Reservation {
   settle(costUsd: number | undefined): void;
+  /** the worst case reserved (USD) */
+  readonly reservedUsd: number;
 }
 
 export const capDocId = (orgId: string): string => `spend_cap:${orgId}`;
@@ -185,6 +187,7 @@ export class SpendCaps {
     const { period } = result;
     this.track(account, id);
     return {
+      reservedUsd: amount,
       // an unknown cost (billed, usage unseen) keeps the whole reservation
       settle: (cost) => {
         this.untrack(account, id);
@@ -214,6 +217,7 @@ export class SpendCaps {
       () => undefined,
     );
     return {
+      reservedUsd: amount,
       settle: (cost) => {
         void landed.then((period) => {
           if (period !== undefined) this.settleOn(account, period, id, cost ?? amount, orgId);

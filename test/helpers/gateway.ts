@@ -3,14 +3,52 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { startGateway, type RunningGateway } from '../../src/main.js';
 import { loadSettings } from '../../src/settings.js';
 import type { SkillRow } from '../../src/skills/table.js';
+import { clusterTarget, describeTarget, redisClient, type RedisClient, type RedisTarget } from '../../src/stores/redis/client.js';
 
 /** The one setting naming the test Redis: every Redis-backed test case uses it. */
 export const REDIS_URL_VARIABLE = 'GW_TEST_REDIS_URL';
 export const REDIS_URL = process.env[REDIS_URL_VARIABLE] || 'redis://127.0.0.1:6379';
+/**
+ * Set (seed nodes, as GW_REDIS_CLUSTER takes them), the Redis-backed cases
+ * run on that Redis Cluster instead: test/integration/redis-cluster.test.ts
+ * starts one and runs the store tests so.
+ */
+export const REDIS_CLUSTER_VARIABLE = 'GW_TEST_REDIS_CLUSTER';
+const CLUSTER_SEEDS = process.env[REDIS_CLUSTER_VARIABLE] || undefined;
+/** The Redis the Redis-backed cases use: REDIS_URL's one node, or the cluster. */
+export const TEST_REDIS: RedisTarget = CLUSTER_SEEDS ? clusterTarget(CLUSTER_SEEDS) : REDIS_URL;
+/** The gateway settings naming TEST_REDIS. */
+export const TEST_REDIS_ENV: Readonly<Record<string, string>> = CLUSTER_SEEDS ? { GW_REDIS_CLUSTER: CLUSTER_SEEDS } : { GW_REDIS_URL: REDIS_URL };
+
+/** A client of TEST_REDIS for a test's own reads and writes (a cluster client on the cluster); the caller disconnects it. */
+export function testRedis(): RedisClient {
+  const client = redisClient(TEST_REDIS, {});
+  client.on('error', () => undefined);
+  return client;
+}
+
+/** Every node's own connection: one node, or each master and replica of a cluster (CLIENT LIST, SCAN and INFO are per node). */
+export const nodesOf = (client: RedisClient, role: 'master' | 'all' = 'all'): Redis[] => (client instanceof Cluster ? client.nodes(role) : [client]);
+
+/** Every key matching `pattern`: SCAN on each master (a cluster's SCAN sees one node's keys). */
+export async function keysMatching(client: RedisClient, pattern: string): Promise<string[]> {
+  // a cluster client knows its masters once connected
+  await client.ping();
+  const keys: string[] = [];
+  for (const node of nodesOf(client, 'master')) {
+    let cursor = '0';
+    do {
+      const [next, found] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      cursor = next;
+      keys.push(...found);
+    } while (cursor !== '0');
+  }
+  return keys;
+}
 /** How long the one check waits for Redis to answer before the Redis cases fail. */
 const REDIS_PING_TIMEOUT_MS = 2000;
 export const ADMIN_KEY = 'admin-key-for-tests-0123456789';
@@ -63,14 +101,15 @@ let redisAnswered: Promise<void> | undefined;
  */
 export function requireRedis(): Promise<void> {
   redisAnswered ??= (async () => {
-    const probe = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: REDIS_PING_TIMEOUT_MS, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    const probe = redisClient(TEST_REDIS, { connectTimeout: REDIS_PING_TIMEOUT_MS, retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false });
     let cause = 'no answer';
     probe.on('error', (err: Error) => (cause = err.message));
     try {
       await probe.connect();
       await probe.ping();
     } catch (err) {
-      process.stderr.write(`Redis at ${REDIS_URL} did not answer (${cause}; ${err instanceof Error ? err.message : String(err)}): start it or set ${REDIS_URL_VARIABLE} to one that answers\n`);
+      const variable = CLUSTER_SEEDS ? REDIS_CLUSTER_VARIABLE : REDIS_URL_VARIABLE;
+      process.stderr.write(`Redis at ${describeTarget(TEST_REDIS)} did not answer (${cause}; ${err instanceof Error ? err.message : String(err)}): start it or set ${variable} to one that answers\n`);
       process.exit(1);
     } finally {
       probe.disconnect();
@@ -82,20 +121,35 @@ export function requireRedis(): Promise<void> {
 /** A unique Redis namespace for one test deployment. */
 export const newRedisPrefix = (): string => `gwtest:${randomBytes(6).toString('hex')}:`;
 
-/** Deletes every key of a test namespace. */
-export async function dropRedisPrefix(prefix: string): Promise<void> {
+/** Runs `each` on every batch of keys matching `pattern` in the test Redis. */
+async function scanRedis(pattern: string, each: (r: RedisClient, keys: string[]) => Promise<unknown>): Promise<void> {
   await requireRedis();
-  const r = new Redis(REDIS_URL);
+  const r = testRedis();
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-      cursor = next;
-      if (keys.length > 0) await r.del(...keys);
-    } while (cursor !== '0');
+    const keys = await keysMatching(r, pattern);
+    if (keys.length > 0) await each(r, keys);
   } finally {
     r.disconnect();
   }
+}
+
+/** Deletes every key of a test namespace: one DEL per key, since a cluster refuses one command on keys of several slots. */
+export const dropRedisPrefix = (prefix: string): Promise<void> => scanRedis(`${prefix}*`, (r, keys) => Promise.all(keys.map((key) => r.del(key))));
+
+/** Every string value under keys matching `pattern` (a test reads what a store kept). */
+export async function redisValues(pattern: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  await scanRedis(pattern, async (r, keys) => {
+    for (const k of keys) if ((await r.type(k)) === 'string') out.set(k, (await r.get(k)) ?? '');
+  });
+  return out;
+}
+
+/** A GW_BOOTSTRAP file holding `bootstrap`, in a fresh temporary directory. */
+export async function bootstrapFile(bootstrap: Bootstrap): Promise<string> {
+  const file = join(await mkdtemp(join(tmpdir(), 'gw-boot-')), 'bootstrap.json');
+  await writeFile(file, JSON.stringify(bootstrap));
+  return file;
 }
 
 /** Starts the real gateway in this process on a loopback port. */
@@ -113,17 +167,13 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
   if (opts.redis || opts.redisPrefix) {
     await requireRedis();
     redisPrefix = opts.redisPrefix ?? newRedisPrefix();
-    env['GW_REDIS_URL'] = REDIS_URL;
+    // a test naming its own Redis (one behind a proxy) keeps it
+    if (!env['GW_REDIS_URL'] && !env['GW_REDIS_CLUSTER']) Object.assign(env, TEST_REDIS_ENV);
     env['GW_REDIS_PREFIX'] = redisPrefix;
     env['GW_SECRETS_KEY'] ??= SECRETS_KEY;
     env['GW_WORKERS'] ??= '1';
   }
-  if (opts.bootstrap) {
-    const dir = await mkdtemp(join(tmpdir(), 'gw-boot-'));
-    const file = join(dir, 'bootstrap.json');
-    await writeFile(file, JSON.stringify(opts.bootstrap));
-    env['GW_BOOTSTRAP'] = file;
-  }
+  if (opts.bootstrap) env['GW_BOOTSTRAP'] = await bootstrapFile(opts.bootstrap);
   const logs: string[] = [];
   let partial = '';
   const destination = new Writable({
@@ -154,6 +204,18 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
 
 /** A per-org cap no functional test reaches: the default (50/s, half a second of burst) trips tests that fire calls back to back. */
 export const UNLIMITED_RPS = 100_000;
+
+/** Several orgs, one developer key each (its secret seeded by the org id): keys by org id. */
+export function tenants(...orgIds: string[]): { bootstrap: Bootstrap; keys: Record<string, string> } {
+  const keys = Object.fromEntries(orgIds.map((id) => [id, devKeySecret(id)]));
+  return {
+    keys,
+    bootstrap: {
+      orgs: orgIds.map((org_id) => ({ org_id, rps_cap: UNLIMITED_RPS })),
+      dev_keys: orgIds.map((org_id) => ({ org_id, dev_key_id: `dk-${org_id}`, api_key: keys[org_id] as string })),
+    },
+  };
+}
 
 /** One org with one developer key: the common fixture. Its rate limit is out of the way; rate-limit tests set their own. */
 export function oneTenant(orgId = 'acme', seed = orgId): { bootstrap: Bootstrap; devKey: string } {

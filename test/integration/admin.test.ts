@@ -3,11 +3,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
 import { redisKeys } from '../../src/stores/redis/prefixes.js';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
-import { ADMIN_KEY, dropRedisPrefix, newRedisPrefix, REDIS_URL, SECRETS_KEY, startTestGateway, type Bootstrap, type TestGateway, type TestGatewayOptions } from '../helpers/gateway.js';
+import { ADMIN_KEY, dropRedisPrefix, keysMatching, newRedisPrefix, SECRETS_KEY, testRedis, startTestGateway, type Bootstrap, type TestGateway, type TestGatewayOptions } from '../helpers/gateway.js';
 
 interface Reply {
   status: number;
@@ -48,9 +47,9 @@ async function redisDeployment(): Promise<Deployment> {
     name: 'redis',
     options: (extra = {}) => ({ ...extra, redisPrefix: prefix }),
     async dump() {
-      const r = new Redis(REDIS_URL);
+      const r = testRedis();
       try {
-        const keys = (await r.keys(redisKeys(prefix).doc('*'))).sort();
+        const keys = (await keysMatching(r, redisKeys(prefix).doc('*'))).sort();
         const parts = await Promise.all(keys.map(async (k) => JSON.stringify(await r.hgetall(k))));
         return parts.join('\n');
       } finally {

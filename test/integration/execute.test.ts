@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,8 @@ import { BEDROCK_TOOL_USE, startFakeBedrock, type FakeBedrock } from '../fakes/b
 import { GEMINI_CALL, startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor, Recorded } from '../fakes/server.js';
+import { ARMS } from '../../src/lifecycle/samples.js';
+import type { ProcessRowWindow } from '../../src/lifecycle/sources.js';
 import { call, type Answer } from '../helpers/api.js';
 import { devKeySecret, oneTenant, SECRETS_KEY, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 
@@ -167,9 +170,10 @@ describe('POST /v1/execute', () => {
       assert.equal(bySkill.get('semantic_cache')?.['mode'], 'prod');
       assert.equal(bySkill.get('pii_redaction')?.['mode'], 'shadow');
       assert.deepEqual(bySkill.get('model_routing'), { skill: 'model_routing', mode: 'off', arm: null, outcome: 'skipped', ms: 0, detail: null });
-      // no stage for these on this gateway: skipped with their effective mode
-      assert.equal(bySkill.get('semantic_cache')?.['outcome'], 'skipped');
-      assert.equal(bySkill.get('pii_redaction')?.['outcome'], 'skipped');
+      // the cache acted and missed (nothing stored yet); pii_redaction in shadow runs beside the upstream call:
+      // reported when it finished before the reply was written, else skipped with its effective mode
+      assert.equal(bySkill.get('semantic_cache')?.['outcome'], 'miss');
+      assert.ok(['shadow', 'skipped'].includes(String(bySkill.get('pii_redaction')?.['outcome'])));
       // the guardrails ran on the prompt (the regex stage found nothing) and say so, with the classifier's score in shadow
       const guard = bySkill.get('guardrails') as Json;
       assert.equal(guard['mode'], 'on');
@@ -453,6 +457,25 @@ describe('POST /v1/execute', () => {
         assert.deepEqual(r.json['trace']['route'], { model: 'gpt-4o-mini', reason: 'fallback 1' });
       });
     }
+
+    it('a fallback attempt\'s row is not a client retry: the gateway sent the same body again, not the caller', async () => {
+      const body = { input: { messages: [{ role: 'user', content: `fallback row ${randomUUID()}` }] }, target: { model: 'error_500', fallbacks: ['gpt-4o-mini'] } };
+      // the process's scorecard window holds every row (no Redis here): what this request's two attempts add to it
+      const window = gw.gateway.scorecardRows as ProcessRowWindow;
+      const totals = async () => {
+        const samples = (await window.samples('acme-execute', { skill: 'guardrails', sinceMs: 0, nowMs: Date.now(), group: () => 'all' })).get('all');
+        const sum = (name: 'n' | 'rt' | 'err') => ARMS.reduce((n, arm) => n + (samples?.arms[arm].totals[name] ?? 0), 0);
+        return { requests: sum('n'), retries: sum('rt'), upstreamErrors: sum('err') };
+      };
+      const before = await totals();
+      const r = await execute(body);
+      assert.equal(r.status, 200);
+      const after = await totals();
+      assert.deepEqual(
+        { requests: after.requests - before.requests, retries: after.retries - before.retries, upstreamErrors: after.upstreamErrors - before.upstreamErrors },
+        { requests: 2, retries: 0, upstreamErrors: 1 },
+      );
+    });
 
     it('falls back across providers, and streams from the model that answered', async () => {
       const s = await stream({ input: HELLO, target: { model: 'error_500', fallbacks: ['claude-sonnet-4-5'] } });

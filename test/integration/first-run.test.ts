@@ -73,6 +73,10 @@ describe('GW_DEV=1', () => {
       const body = (await res.json()) as { choices?: Array<{ message: { content: string } }> };
       assert.equal(res.status, 200, JSON.stringify(body));
       assert.equal(typeof body.choices?.[0]?.message.content, 'string');
+      // the web console the banner names is served
+      const consoleUrl = /console: (\S+)/.exec(text)?.[1];
+      assert.equal(consoleUrl, `${url}/console`, text);
+      assert.equal((await fetch(consoleUrl)).status, 200);
     } finally {
       child.kill('SIGTERM');
       const [code] = (await once(child, 'exit')) as [number | null];

@@ -69,6 +69,13 @@ describe('transport shedding: the ingress budget', () => {
     assert.equal((await fetch(`${gw.url}/readyz`)).status, 503, 'not ready while shedding');
     assert.equal((await fetch(`${gw.url}/livez`)).status, 200);
 
+    // three sheds, one warning: shedding comes when the replica has least to spare
+    const warnings = gw.logs.filter((l) => l.includes('"level":40'));
+    assert.deepEqual(
+      warnings.map((l) => (JSON.parse(l) as { msg: string }).msg),
+      ['requests shed: overloaded'],
+    );
+
     assert.equal((await held).status, 200);
     // alone, a body larger than the whole budget is admitted
     const alone = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o', 6000));

@@ -1,57 +1,18 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
-import { ADMIN_KEY, dropRedisPrefix, newRedisPrefix, REDIS_URL, SECRETS_KEY } from '../helpers/gateway.js';
-
-const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
-
-interface GatewayProcess {
-  child: ChildProcess;
-  /** the port named by the first 'gateway listening' line */
-  port: number;
-  lines: string[];
-  stderr(): string;
-  /** resolves with the exit code once the process is gone */
-  exited: Promise<number | null>;
-}
-
-/** `node --import tsx src/main.ts` with only the given GW_ variables; resolves once a replica listens. */
-async function spawnGateway(env: Record<string, string>): Promise<GatewayProcess> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GW_')));
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
-    env: { ...clean, GW_HOST: '127.0.0.1', GW_PORT: '0', GW_ADMIN_KEY: ADMIN_KEY, GW_SHUTDOWN_GRACE_S: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
-  const lines: string[] = [];
-  let err = '';
-  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const port = new Promise<number>((resolve, reject) => {
-    let partial = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      const parts = (partial + d.toString()).split('\n');
-      partial = parts.pop() ?? '';
-      for (const line of parts) {
-        lines.push(line);
-        if (line.includes('"msg":"gateway listening"')) resolve((JSON.parse(line) as { port: number }).port);
-      }
-    });
-    void exited.then((code) => reject(new Error(`gateway exited (${code}) before listening: ${err}`)));
-  });
-  return { child, port: await port, lines, stderr: () => err, exited };
-}
+import { ADMIN_KEY, dropRedisPrefix, newRedisPrefix, SECRETS_KEY, TEST_REDIS_ENV } from '../helpers/gateway.js';
+import { envWithoutGw, MAIN, spawnGateway, stopGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 
 /** A gateway expected not to start: its exit code and stderr, or `listened` when it served after all (then it is stopped). */
 async function spawnRefused(env: Record<string, string>): Promise<{ code: number | null; stderr: string; listened: boolean }> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GW_')));
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
-    env: { ...clean, GW_HOST: '127.0.0.1', GW_ADMIN_KEY: ADMIN_KEY, GW_LOG_LEVEL: 'info', ...env },
+    env: { ...envWithoutGw(), GW_HOST: '127.0.0.1', GW_ADMIN_KEY: ADMIN_KEY, GW_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -65,12 +26,6 @@ async function spawnRefused(env: Record<string, string>): Promise<{ code: number
   });
   const [code] = (await once(child, 'exit')) as [number | null];
   return { code, stderr, listened };
-}
-
-async function stopGateway(gw: GatewayProcess): Promise<void> {
-  if (gw.child.exitCode !== null || gw.child.signalCode !== null) return;
-  gw.child.kill('SIGTERM');
-  await gw.exited;
 }
 
 /** One request on a fresh connection (so SO_REUSEPORT may pick any replica). */
@@ -99,7 +54,7 @@ describe('two gateway processes on one Redis', () => {
 
   before(async () => {
     fake = await startFakeOpenAI();
-    const env = { GW_REDIS_URL: REDIS_URL, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_WORKERS: '1', GW_UPSTREAM_OPENAI: fake.origin, GW_LOG_LEVEL: 'info' };
+    const env = { ...TEST_REDIS_ENV, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_WORKERS: '1', GW_UPSTREAM_OPENAI: fake.origin, GW_LOG_LEVEL: 'info' };
     [a, b] = await Promise.all([spawnGateway(env), spawnGateway(env)]);
   });
   after(async () => {
@@ -137,7 +92,7 @@ describe('GW_WORKERS=2: replica processes sharing one port', () => {
   let gw: GatewayProcess;
 
   before(async () => {
-    gw = await spawnGateway({ GW_WORKERS: '2', GW_REDIS_URL: REDIS_URL, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_LOG_LEVEL: 'info' });
+    gw = await spawnGateway({ GW_WORKERS: '2', ...TEST_REDIS_ENV, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_LOG_LEVEL: 'info' });
   });
   after(async () => {
     await stopGateway(gw);
@@ -172,7 +127,7 @@ describe('GW_WORKERS=2: replica processes sharing one port', () => {
 
   it('a second gateway started on the replicas\' port refuses it, naming the port', async () => {
     for (const workers of ['1', '2']) {
-      const second = await spawnRefused({ GW_PORT: String(gw.port), GW_WORKERS: workers, GW_REDIS_URL: REDIS_URL, GW_REDIS_PREFIX: newRedisPrefix(), GW_SECRETS_KEY: SECRETS_KEY });
+      const second = await spawnRefused({ GW_PORT: String(gw.port), GW_WORKERS: workers, ...TEST_REDIS_ENV, GW_REDIS_PREFIX: newRedisPrefix(), GW_SECRETS_KEY: SECRETS_KEY });
       assert.equal(second.listened, false, `GW_WORKERS=${workers}: a second gateway served the port`);
       assert.notEqual(second.code, 0, `GW_WORKERS=${workers}`);
       assert.match(second.stderr, new RegExp(`port ${gw.port} is held by another process`), `GW_WORKERS=${workers}`);
@@ -207,9 +162,8 @@ describe('a second gateway on a port already in use', () => {
 
 describe('GW_WORKERS=2 with Redis unreachable', () => {
   it('stops with an error naming GW_REDIS_URL instead of restarting replicas forever', async () => {
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GW_')));
     const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
-      env: { ...clean, GW_HOST: '127.0.0.1', GW_PORT: '0', GW_WORKERS: '2', GW_REDIS_URL: 'redis://127.0.0.1:1', GW_SECRETS_KEY: SECRETS_KEY, GW_LOG_LEVEL: 'warn' },
+      env: { ...envWithoutGw(), GW_HOST: '127.0.0.1', GW_PORT: '0', GW_WORKERS: '2', GW_REDIS_URL: 'redis://127.0.0.1:1', GW_SECRETS_KEY: SECRETS_KEY, GW_LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let err = '';
@@ -231,7 +185,7 @@ describe('GW_WORKERS=2 with GW_METRICS_PORT: one scrape covers every replica', (
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
     metricsPort = (probe.address() as AddressInfo).port;
     await new Promise((resolve) => probe.close(resolve));
-    gw = await spawnGateway({ GW_WORKERS: '2', GW_METRICS_PORT: String(metricsPort), GW_REDIS_URL: REDIS_URL, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_LOG_LEVEL: 'info' });
+    gw = await spawnGateway({ GW_WORKERS: '2', GW_METRICS_PORT: String(metricsPort), ...TEST_REDIS_ENV, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_LOG_LEVEL: 'info' });
   });
   after(async () => {
     await stopGateway(gw);

@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
 import type { ScorecardRow } from '../../src/lifecycle/rows.js';
+import type { RedisClient } from '../../src/stores/redis/client.js';
 import { redisKeys } from '../../src/stores/redis/prefixes.js';
 import { call, startReplicaPair, type ReplicaPair } from '../helpers/api.js';
-import { feedRows } from '../helpers/durable-rows.js';
-import { CONFIG_SECRET, devKeySecret, REDIS_URL, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { CONFIG_SECRET, devKeySecret, startTestGateway, testRedis, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 import { eventually } from '../helpers/wait.js';
 
 /**
- * These tests feed chosen rows where the scorecards read them (the process
- * window, or the durable row stream with Redis), to reach outcomes that need
- * skill reports; scorecard-traffic.test.ts drives scorecards by real requests.
+ * These tests feed chosen rows where every finished request's row goes (the
+ * process window, or with Redis the durable samples store every replica
+ * reads), to reach outcomes that need skill reports; scorecard-traffic.test.ts
+ * drives scorecards by real requests.
  */
 
 const ACME = devKeySecret('sc-acme');
@@ -50,6 +50,10 @@ function rowOf(keyId: string, skill: string, arm: string, over: Partial<Scorecar
     ...rest,
   };
 }
+
+const feedRows = (gw: TestGateway, rows: readonly ScorecardRow[]) => {
+  for (const r of rows) gw.gateway.scorecardRows.record(r);
+};
 
 const keyIdOf = async (gw: TestGateway, key: string): Promise<string> => {
   const keys = (await call(gw, '/api/v1/settings', { key })).json['dev_keys'] as Array<Record<string, unknown>>;
@@ -119,7 +123,7 @@ for (const redis of [false, true]) {
 
     it('is idempotent per id, the last word counts, and feeds task success and goodput of the tenant only', async () => {
       const rows = (session: string, arm: string) => Array.from({ length: 4 }, () => rowOf(keyId, 'semantic_cache', arm, { session_id: session }));
-      await feedRows(gw, Array.from({ length: 6 }, (_, i) => [...rows(`t-${i}`, 'treatment'), ...rows(`c-${i}`, 'control')]).flat());
+      feedRows(gw, Array.from({ length: 6 }, (_, i) => [...rows(`t-${i}`, 'treatment'), ...rows(`c-${i}`, 'control')]).flat());
       for (let i = 0; i < 6; i++) {
         assert.equal((await call(gw, '/v1/feedback', { key: ACME, body: { session_id: `t-${i}`, outcome: 'success' } })).status, 200);
         assert.equal((await call(gw, '/v1/feedback', { key: ACME, body: { session_id: `t-${i}`, outcome: 'success' } })).status, 200);
@@ -129,7 +133,9 @@ for (const redis of [false, true]) {
       await call(gw, '/v1/feedback', { key: ACME, body: { session_id: 't-0', outcome: 'failure' } });
       await call(gw, '/v1/feedback', { key: ACME, body: { session_id: 't-1', outcome: 'failure' } });
       await call(gw, '/v1/feedback', { key: OTHER, body: { session_id: 't-2', outcome: 'failure' } });
-      const d = (await scorecard(gw, 'acme/skills/semantic_cache/scorecard')).json['downstream_ai_metrics'] as Record<string, Record<string, unknown>>;
+      const card = async () => (await scorecard(gw, 'acme/skills/semantic_cache/scorecard')).json;
+      await eventually(async () => ((await card())['sample_size'] as Record<string, number>)['total'] === 48, 'the 48 rows in the scorecard');
+      const d = (await card())['downstream_ai_metrics'] as Record<string, Record<string, unknown>>;
       assert.deepEqual(d['task_success_rate'], { treatment: 0.6667, control: 1 });
       assert.deepEqual(d['goodput'], { treatment: 0.6667, control: 1 });
       assert.deepEqual(d['tasks_with_feedback'], { treatment: 6, control: 6 });
@@ -139,11 +145,11 @@ for (const redis of [false, true]) {
 
 describe('breaker sweep with two replicas on one Redis', () => {
   let pair: ReplicaPair;
-  let redis: Redis;
+  let redis: RedisClient;
   let keyId: string;
   before(async () => {
     pair = await startReplicaPair(BOOT, { GW_BREAKER_SWEEP_S: '1', GW_SKILL_AUTO_ROLLBACK: FOLD });
-    redis = new Redis(REDIS_URL);
+    redis = testRedis();
     keyId = await keyIdOf(pair.a, ACME);
   });
   after(async () => {
@@ -167,7 +173,7 @@ describe('breaker sweep with two replicas on one Redis', () => {
       rowOf(keyId, FOLD, 'control'),
       rowOf(keyId, 'prompt_compaction', 'treatment', { outcome: 'error' }),
     ]).flat();
-    await feedRows(pair.a, failing);
+    feedRows(pair.a, failing);
     await eventually(async () => (await modeOf(FOLD)) === 'rolled_back', 'the sweep to roll the key back');
     const list = async () => (await redis.lrange(redisKeys(pair.a.redisPrefix ?? '').transitions(keyId, FOLD), 0, -1)).map((t) => JSON.parse(t) as Record<string, string>);
     await eventually(async () => (await list()).length === 2, 'the rollback in the history');

@@ -4,14 +4,13 @@ import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
 import { startFakeAnthropic } from '../fakes/anthropic.js';
 import { startFakeAzure } from '../fakes/azure.js';
 import { startFakeBedrock } from '../fakes/bedrock.js';
 import { startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
-import { REDIS_URL, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { keysMatching, startTestGateway, testRedis, type TestGateway } from '../helpers/gateway.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const canary = (prefix: string) => `${prefix}${randomBytes(12).toString('hex')}LEAKCANARY`;
@@ -145,27 +144,22 @@ async function driveEverything(gw: TestGateway, seen: Seen[], oneTimeDisplay: Se
 }
 
 async function redisDump(prefix: string): Promise<string> {
-  const r = new Redis(REDIS_URL);
+  const r = testRedis();
   const parts: string[] = [];
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-      cursor = next;
-      for (const k of keys) {
-        const type = await r.type(k);
-        const value =
-          type === 'hash' ? await r.hgetall(k)
-          : type === 'string' ? await r.get(k)
-          : type === 'list' ? await r.lrange(k, 0, -1)
-          : type === 'set' ? await r.smembers(k)
-          : type === 'zset' ? await r.zrange(k, '0', '-1', 'WITHSCORES')
-          : type === 'stream' ? await r.xrange(k, '-', '+')
-          : null;
-        const dumped = await r.dumpBuffer(k);
-        parts.push(`${k} ${type} ${JSON.stringify(value)} ${dumped?.toString('latin1') ?? ''}`);
-      }
-    } while (cursor !== '0');
+    for (const k of await keysMatching(r, `${prefix}*`)) {
+      const type = await r.type(k);
+      const value =
+        type === 'hash' ? await r.hgetall(k)
+        : type === 'string' ? await r.get(k)
+        : type === 'list' ? await r.lrange(k, 0, -1)
+        : type === 'set' ? await r.smembers(k)
+        : type === 'zset' ? await r.zrange(k, '0', '-1', 'WITHSCORES')
+        : type === 'stream' ? await r.xrange(k, '-', '+')
+        : null;
+      const dumped = await r.dumpBuffer(k);
+      parts.push(`${k} ${type} ${JSON.stringify(value)} ${dumped?.toString('latin1') ?? ''}`);
+    }
   } finally {
     r.disconnect();
   }

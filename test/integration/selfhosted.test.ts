@@ -250,6 +250,75 @@ describe('dispatch over several self-hosted destinations', () => {
   });
 });
 
+describe('failover between self-hosted destinations', () => {
+  let up: FakeVllm;
+  let other: FakeVllm;
+  let gw: TestGateway;
+  before(async () => {
+    up = await startFakeVllm({ models: [BASE] });
+    other = await startFakeVllm({ models: [BASE] });
+    // nothing listens on these: a connection to them is refused before a byte of the call is sent
+    const [down1, down2] = [`http://127.0.0.1:${await freePort()}`, `http://127.0.0.1:${await freePort()}`];
+    const file = await destinationsFile([
+      { id: 'down', provider: 'selfhosted', origin: down1, models: [BASE, 'ghost-base', 'lonely-base'], price: { input: 1, output: 1 }, adapters: { sql: adapter('/f/sql') } },
+      { id: 'up', provider: 'selfhosted', origin: up.origin, models: [BASE, 'ghost-base'], price: { input: 2, output: 2 }, adapters: { sql: adapter('/f/sql') } },
+      { id: 'other', provider: 'selfhosted', origin: other.origin, models: ['ghost-base'], price: { input: 3, output: 3 } },
+      { id: 'down-too', provider: 'selfhosted', origin: down2, models: ['lonely-base'], price: { input: 2, output: 2 } },
+    ]);
+    gw = await startTestGateway({ bootstrap, env: { GW_DESTINATIONS_FILE: file } });
+  });
+  after(async () => {
+    await gw?.close();
+    await up?.close();
+    await other?.close();
+  });
+
+  it('a destination that refuses the connection is passed over for the next one holding the model', async () => {
+    const answer = await chat(gw, BASE);
+    assert.equal(answer.status, 200, JSON.stringify(answer.json));
+    assert.equal(answer.json['model'], BASE);
+    assert.equal(up.calls('/v1/chat/completions').length, 1);
+  });
+
+  it('so is one whose adapter load cannot connect: the adapter is loaded at the next', async () => {
+    const answer = await chat(gw, 'sql');
+    assert.equal(answer.status, 200, JSON.stringify(answer.json));
+    assert.deepEqual(loadsOf(up), ['sql']);
+  });
+
+  it('a stream fails over the same way', async () => {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${devKey}` },
+      body: JSON.stringify({ model: BASE, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(res.status, 200);
+    assert.ok((await res.text()).endsWith('data: [DONE]\n\n'));
+  });
+
+  it("a server's own answer is relayed, never failed over: it may have run the call", async () => {
+    const answer = await chat(gw, 'ghost-base');
+    assert.equal(answer.status, 404);
+    assert.equal(answer.json['type'], 'NotFoundError');
+    assert.equal(other.calls('/v1/chat/completions').length, 0);
+  });
+
+  it('when no destination holding the model can be connected to, the answer is 502 upstream_unavailable', async () => {
+    const answer = await chat(gw, 'lonely-base');
+    assert.equal(answer.status, 502);
+    assert.equal(errorOf(answer)['type'], 'upstream_unavailable');
+    assert.equal(answer.headers.get('x-gw-error'), null);
+  });
+
+  it("on /v1/execute, a model no destination could take goes on to the envelope's fallback", async () => {
+    const before = up.calls('/v1/chat/completions').length;
+    const answer = await call(gw, '/v1/execute', { key: devKey, body: { input: { messages: [{ role: 'user', content: 'hi' }] }, target: { model: 'lonely-base', fallbacks: [BASE] } } });
+    assert.equal(answer.status, 200, JSON.stringify(answer.json));
+    assert.equal(answer.json['model'], BASE);
+    assert.equal(up.calls('/v1/chat/completions').length, before + 1);
+  });
+});
+
 describe('a gateway restart', () => {
   it("rebuilds what a destination has loaded from the server's model list", async () => {
     const fake = await startFakeVllm({ models: [BASE], memoryMb: 2, preloaded: { sql: { path: '/r/sql', parent: BASE }, chat: { path: '/r/chat', parent: BASE } } });

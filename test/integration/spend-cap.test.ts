@@ -12,14 +12,13 @@ import { EmbeddedDocStore } from '../../src/stores/embedded/doc-store.js';
 import { EmbeddedMeterStore } from '../../src/stores/embedded/meter-store.js';
 import { periodOf, type MeterStore } from '../../src/stores/meter.js';
 import { RedisMeterStore } from '../../src/stores/redis/meter-store.js';
-import { Redis } from 'ioredis';
 import { redisKeys } from '../../src/stores/redis/prefixes.js';
 import { createLogger } from '../../src/telemetry/log.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
 import { SpendCaps, worstCaseUsd } from '../../src/tenancy/spend-cap.js';
 import { completion } from '../fakes/openai.js';
 import { sendJson, startFakeVendor, type FakeVendor } from '../fakes/server.js';
-import { REDIS_URL, SECRETS_KEY, devKeySecret, dropRedisPrefix, newRedisPrefix, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { SECRETS_KEY, TEST_REDIS, devKeySecret, dropRedisPrefix, newRedisPrefix, startTestGateway, testRedis, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -34,7 +33,7 @@ const STORES: Array<{ name: string; open(): Promise<{ meter: MeterStore; drop():
     name: 'redis',
     open: async () => {
       const prefix = newRedisPrefix();
-      const meter = new RedisMeterStore(REDIS_URL, redisKeys(prefix));
+      const meter = new RedisMeterStore(TEST_REDIS, redisKeys(prefix));
       await meter.start();
       return { meter, drop: () => dropRedisPrefix(prefix) };
     },
@@ -149,10 +148,10 @@ describe('spend cap period reset: the embedded store\'s clock alone decides the 
 describe('spend cap period reset: Redis TIME alone decides the period', () => {
   const prefix = newRedisPrefix();
   const keys = redisKeys(prefix);
-  const redis = new Redis(REDIS_URL);
+  const redis = testRedis();
   let meter: RedisMeterStore;
   before(async () => {
-    meter = new RedisMeterStore(REDIS_URL, keys);
+    meter = new RedisMeterStore(TEST_REDIS, keys);
     await meter.start();
   });
   after(async () => {

@@ -97,6 +97,9 @@ describe('Redis that loses its data is not the truth: the replicas keep serving 
     await redis.stop();
     await redis.restart();
     await eventually(() => restoredInRedis().catch(() => false), 'the restore into the restarted Redis');
+    // the spend cap's figures come from the metering connection, which reconnects on its own backoff; until it is
+    // back a read answers 504 store_timeout by design (a bounded wait), so the check starts once it answers
+    await eventually(async () => (await Promise.all([a, b].map((gw) => call(gw, '/api/v1/settings', { key: ACME })))).every((r) => r.status !== 504), 'the metering connections back');
     await assertServedAsBefore();
     assert.equal((await lossMetric(a)) + (await lossMetric(b)) >= 1, true, 'gw_store_data_loss_total counts the loss');
     assert.ok([...a.logs, ...b.logs].some((l) => l.includes('"level":50') && l.includes('Redis lost the configuration documents')), 'an error line says what happened');

@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
+import { redisKeys } from '../../src/stores/redis/prefixes.js';
 import { keyId } from '../../src/tenancy/crypto.js';
 import { startFakeAnthropic } from '../fakes/anthropic.js';
 import { startFakeAzure } from '../fakes/azure.js';
@@ -13,7 +13,7 @@ import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
 import { call, errorMessage, startReplicaPairOverFakeOpenAI, type ReplicaPairOverFake } from '../helpers/api.js';
 import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
-import { dropRedisPrefix, newRedisPrefix, REDIS_URL, SECRETS_KEY, devKeySecret, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { dropRedisPrefix, newRedisPrefix, SECRETS_KEY, devKeySecret, startTestGateway, testRedis, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 
 const ACME = devKeySecret('vk-acme');
 const OTHER = devKeySecret('vk-other');
@@ -213,10 +213,9 @@ describe('two replicas on one Redis', () => {
   it('the record in Redis is sealed under a named key id, never plaintext', async () => {
     const { a } = pair;
     assert.equal((await store(a, { provider: 'msgvendor', api_key: 'sk-ant-sealed-check-1' })).status, 200);
-    const { Redis } = await import('ioredis');
-    const r = new Redis(REDIS_URL);
+    const r = testRedis();
     try {
-      const all = await r.hgetall(`${a.redisPrefix ?? ''}doc:vendor_keys`);
+      const all = await r.hgetall(redisKeys(a.redisPrefix ?? '').doc('vendor_keys'));
       const doc = JSON.parse(all['acme:msgvendor'] ?? '{}') as { sealed?: { kid: string } };
       assert.equal(doc.sealed?.kid, keyId(Buffer.from(SECRETS_KEY, 'base64')));
       assert.equal(JSON.stringify(all).includes('sk-ant-sealed-check'), false);
@@ -324,9 +323,9 @@ describe('two-phase key rotation: replicas on either side of a rolling restart s
   };
   /** the key id each stored record is sealed under, read from Redis */
   const kids = async () => {
-    const r = new Redis(REDIS_URL);
+    const r = testRedis();
     try {
-      const all = await r.hgetall(`${prefix}doc:vendor_keys`);
+      const all = await r.hgetall(redisKeys(prefix).doc('vendor_keys'));
       return Object.fromEntries(Object.entries(all).map(([id, text]) => [id, (JSON.parse(text) as { sealed: { kid: string } }).sealed.kid]));
     } finally {
       r.disconnect();

@@ -7,9 +7,10 @@ import { StreamRecorder, replayEvents, replyText } from '../../src/skills/cache/
 import type { CachedReply, CacheStore } from '../../src/stores/cache.js';
 import { EmbeddedCacheStore } from '../../src/stores/embedded/cache-store.js';
 import { RedisCacheStore } from '../../src/stores/redis/cache-store.js';
+import type { RedisTarget } from '../../src/stores/redis/client.js';
 import { redisKeys } from '../../src/stores/redis/prefixes.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
-import { dropRedisPrefix, newRedisPrefix, REDIS_URL } from '../helpers/gateway.js';
+import { dropRedisPrefix, newRedisPrefix, TEST_REDIS } from '../helpers/gateway.js';
 import { startRedisProxy } from '../helpers/redis-proxy.js';
 import { OTHER_REQUEST, SAME_REQUEST, TRIP } from '../fixtures/cache/texts.js';
 
@@ -174,8 +175,8 @@ describe('SemanticCache on Redis', () => {
     await Promise.all(stores.map((s) => s.close()));
     await dropRedisPrefix(prefix);
   });
-  async function replica(url = REDIS_URL, boundMs?: number) {
-    const store = new RedisCacheStore(url, redisKeys(prefix), { ttlMs: 60_000, commandTimeoutMs: 5_000 });
+  async function replica(target: RedisTarget = TEST_REDIS, boundMs?: number) {
+    const store = new RedisCacheStore(target, redisKeys(prefix), { ttlMs: 60_000, commandTimeoutMs: 5_000 });
     await store.start();
     stores.push(store);
     const metrics = createMetrics();

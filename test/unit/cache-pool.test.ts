@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { SkillPool } from '../../src/skills/pool.js';
-import type { StageTask } from '../../src/skills/stage.js';
+import { sharedTask } from '../helpers/stage-input.js';
 import type { PerKeyRow } from '../../src/skills/table.js';
 import { SemanticCache } from '../../src/skills/cache/lookup.js';
 import { EmbeddedCacheStore } from '../../src/stores/embedded/cache-store.js';
@@ -17,18 +17,12 @@ const ROW: PerKeyRow = {
 };
 const LONG_MS = 60_000;
 
-function task(body: unknown, acting = true): Omit<StageTask, 'deadlineAt'> {
-  const bytes = Buffer.from(JSON.stringify(body));
-  const sab = new SharedArrayBuffer(4 + bytes.length);
-  const shared = new Uint8Array(sab, 4);
-  shared.set(bytes);
-  return { stage: 'semantic_cache', surface: 'messages', acting, body: shared, started: new Int32Array(sab, 0, 1) };
-}
+const task = (body: unknown, acting = true) => sharedTask('semantic_cache', 'messages', body, acting);
 
 const messages = (text: string) => ({ model: 'm', max_tokens: 200, system: 'You plan trips.', messages: [{ role: 'user', content: [{ type: 'text', text }] }] });
 
 test('semantic_cache through a real pool thread: the keys cross back intact and drive the main-thread lookup', async (t) => {
-  const pool = new SkillPool({ threads: 1, minThreads: 1, maxQueue: 1, idleTimeoutMs: LONG_MS, abortGraceMs: 100 }, [ROW]);
+  const pool = new SkillPool({ threads: 1, minThreads: 1, tasksPerThread: 1, maxQueue: 1, idleTimeoutMs: LONG_MS, abortGraceMs: 100 }, [ROW]);
   t.after(() => pool.close());
   const keysOf = async (text: string, acting = true) => {
     const run = await pool.run(task(messages(text), acting), LONG_MS);

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
 import type { CacheEntry, CacheStore } from '../../src/stores/cache.js';
 import { EmbeddedCacheStore } from '../../src/stores/embedded/cache-store.js';
 import { RedisCacheStore } from '../../src/stores/redis/cache-store.js';
 import { redisKeys } from '../../src/stores/redis/prefixes.js';
-import { dropRedisPrefix, newRedisPrefix, REDIS_URL } from '../helpers/gateway.js';
+import { dropRedisPrefix, keysMatching, newRedisPrefix, TEST_REDIS, testRedis } from '../helpers/gateway.js';
 
 const TTL_MS = 3_600_000;
 
@@ -102,7 +101,7 @@ describe('redis', () => {
     await dropRedisPrefix(prefix);
   });
   const open = async (ttlMs = TTL_MS) => {
-    const store = new RedisCacheStore(REDIS_URL, redisKeys(prefix), { ttlMs });
+    const store = new RedisCacheStore(TEST_REDIS, redisKeys(prefix), { ttlMs });
     await store.start();
     opened.push(store);
     return store;
@@ -110,7 +109,7 @@ describe('redis', () => {
   let n = 0;
   // each store of the shared behaviour under its own namespace, so their ids do not meet
   behaves('redis', async () => {
-    const store = new RedisCacheStore(REDIS_URL, redisKeys(`${prefix}${n++}:`), { ttlMs: TTL_MS });
+    const store = new RedisCacheStore(TEST_REDIS, redisKeys(`${prefix}${n++}:`), { ttlMs: TTL_MS });
     await store.start();
     opened.push(store);
     return store;
@@ -127,9 +126,9 @@ describe('redis', () => {
   it('every key of an entry carries the TTL and the org as its hash tag', async () => {
     const store = await open(60_000);
     await store.put('org-t', 'ttl', entry('t', ['ttl-band']));
-    const admin = new Redis(REDIS_URL);
+    const admin = testRedis();
     try {
-      const keys = (await admin.keys(`${prefix}cache:*org-t*`)).sort();
+      const keys = (await keysMatching(admin, `${prefix}cache:*org-t*`)).sort();
       assert.equal(keys.length, 3, keys.join(' '));
       for (const key of keys) {
         assert.ok(key.startsWith(`${prefix}cache:{org-t}:`), key);

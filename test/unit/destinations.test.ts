@@ -7,7 +7,7 @@ import { destinationModels, DestinationsFileError, readDestinationsFile } from '
 import { GatewayError } from '../../src/errors.js';
 import { account } from '../../src/pipeline/accounting.js';
 import type { RelayOutcome } from '../../src/pipeline/relay.js';
-import { converseEnvelope, generateContentEnvelope, messagesEnvelope, responsesEnvelope, sharedEnvelope } from '../../src/surfaces/envelopes.js';
+import { converseEnvelope, generateContentEnvelope, messagesEnvelope, nativeEnvelope, responsesEnvelope, sharedEnvelope } from '../../src/surfaces/envelopes.js';
 import { StageClock } from '../../src/http/stages.js';
 import type { GatewayRequest } from '../../src/http/types.js';
 import { createLogger } from '../../src/telemetry/log.js';
@@ -101,7 +101,7 @@ describe('507 adapter_unavailable', () => {
   it("renders in every surface's envelope with its status", () => {
     const err = new GatewayError('adapter_unavailable', 'adapter too large');
     assert.equal(err.carriesHeader, true);
-    for (const envelope of [sharedEnvelope, generateContentEnvelope, converseEnvelope, messagesEnvelope, responsesEnvelope]) {
+    for (const envelope of [sharedEnvelope, generateContentEnvelope, converseEnvelope, messagesEnvelope, responsesEnvelope, nativeEnvelope]) {
       const r = envelope.renderError(err);
       assert.equal(r.status, 507);
       assert.match(r.body, /adapter_unavailable/);

@@ -8,10 +8,11 @@ import { after, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { GatewayError } from '../../src/errors.js';
 import { EmbeddedDocStore } from '../../src/stores/embedded/doc-store.js';
+import { clusterTarget, type RedisClient } from '../../src/stores/redis/client.js';
 import { RedisDocStore } from '../../src/stores/redis/doc-store.js';
 import { redisKeys } from '../../src/stores/redis/prefixes.js';
 import type { DocStore } from '../../src/stores/types.js';
-import { dropRedisPrefix, newRedisPrefix, REDIS_URL } from '../helpers/gateway.js';
+import { dropRedisPrefix, newRedisPrefix, nodesOf, REDIS_URL, TEST_REDIS, testRedis } from '../helpers/gateway.js';
 import { privateRedis } from '../helpers/private-redis.js';
 import { startRedisProxy } from '../helpers/redis-proxy.js';
 import { eventually, freePort } from '../helpers/wait.js';
@@ -60,7 +61,7 @@ const backings: Array<() => Promise<Backing>> = [
   },
   async () => {
     const prefix = newRedisPrefix();
-    return { name: 'redis', shared: true, persistent: true, open: () => started(new RedisDocStore(REDIS_URL, redisKeys(prefix))), cleanup: () => dropRedisPrefix(prefix) };
+    return { name: 'redis', shared: true, persistent: true, open: () => started(new RedisDocStore(TEST_REDIS, redisKeys(prefix))), cleanup: () => dropRedisPrefix(prefix) };
   },
 ];
 
@@ -381,11 +382,11 @@ describe('RedisDocStore and its connection', () => {
     const prefix = newRedisPrefix();
     after(() => dropRedisPrefix(prefix));
     const keys = redisKeys(prefix);
-    const store = await started(new RedisDocStore(REDIS_URL, keys));
-    const admin = new Redis(REDIS_URL);
+    const store = await started(new RedisDocStore(TEST_REDIS, keys));
+    const admin = testRedis();
     after(() => admin.disconnect());
     for (const stray of ['null', '42', '[1]', '{"a":1}', 'not json']) await admin.publish(keys.docChannel, stray);
-    const other = await started(new RedisDocStore(REDIS_URL, keys));
+    const other = await started(new RedisDocStore(TEST_REDIS, keys));
     await other.put('orgs', 'still-following', { n: 1 });
     await eventually(() => store.get('orgs', 'still-following') !== undefined, 'the change after the stray messages');
   });
@@ -399,27 +400,36 @@ describe('RedisDocStore and its connection', () => {
     assert.ok(Date.now() - t0 < 3000);
   });
 
+  it('a Redis Cluster none of whose seeds answers: start rejects quickly naming GW_REDIS_CLUSTER, without the password', async () => {
+    const [one, two] = [await freePort(), await freePort()];
+    const store = new RedisDocStore(clusterTarget(`redis://:hunter2@127.0.0.1:${one},127.0.0.1:${two}`), redisKeys(newRedisPrefix()));
+    const t0 = Date.now();
+    await assert.rejects(store.start(), (err: Error) => err.message.startsWith(`GW_REDIS_CLUSTER: cannot use Redis at the cluster of 127.0.0.1:${one},127.0.0.1:${two}: `) && !err.message.includes('hunter2'));
+    assert.ok(Date.now() - t0 < 3000);
+  });
+
   it('reloads everything after its subscription was cut (changes made meanwhile are not lost)', async () => {
     const prefix = newRedisPrefix();
     after(() => dropRedisPrefix(prefix));
     const keys = redisKeys(prefix);
-    const store = await started(new RedisDocStore(REDIS_URL, keys));
+    const store = await started(new RedisDocStore(TEST_REDIS, keys));
     await store.put('orgs', 'changed', { n: 1 });
     await store.put('orgs', 'removed', { n: 1 });
-    const admin = new Redis(REDIS_URL);
+    const admin = testRedis();
     after(() => admin.disconnect());
     // changes behind the store's back, with no message: only a reload can find them
     await admin.hset(keys.doc('orgs'), 'changed', JSON.stringify({ n: 2 }), 'added', JSON.stringify({ n: 3 }));
     await admin.hdel(keys.doc('orgs'), 'removed');
     assert.deepEqual(store.get('orgs', 'changed'), { n: 1 });
-    const channelSubscribers = await subscriberIdsOf(admin, keys.docChannel);
+    const channelSubscribers = await subscribersOf(admin, keys.docChannel);
     assert.equal(channelSubscribers.length, 1);
-    await admin.client('KILL', 'ID', channelSubscribers[0]!);
+    const [node, id] = channelSubscribers[0]!;
+    await node.client('KILL', 'ID', id);
     await eventually(() => (store.get<Doc>('orgs', 'changed')?.n ?? 0) === 2, 'the reload');
     assert.deepEqual(store.get('orgs', 'added'), { n: 3 });
     assert.equal(store.get('orgs', 'removed'), undefined);
     // and it follows changes again
-    const other = await started(new RedisDocStore(REDIS_URL, keys));
+    const other = await started(new RedisDocStore(TEST_REDIS, keys));
     await other.put('orgs', 'after', { n: 4 });
     await eventually(() => store.get('orgs', 'after') !== undefined, 'the change after the reload');
     assert.deepEqual(store.get('orgs', 'after'), { n: 4 });
@@ -538,12 +548,35 @@ describe('RedisDocStore and its connection', () => {
     assert.equal(await admin.hget(keys.doc('key_skills'), 'k'), JSON.stringify({ n: 2 }), 'the next write in time lands');
   });
 
+  it('documents of the layout before hash tags are adopted at the first start, the marker kept; later writes land in the tagged keys', async () => {
+    const prefix = newRedisPrefix();
+    after(() => dropRedisPrefix(prefix));
+    const keys = redisKeys(prefix);
+    const admin = testRedis();
+    after(() => admin.disconnect());
+    // as a version before the tags left them: one hash per collection and the marker
+    await admin.hset(keys.legacyDoc('orgs'), 'acme', JSON.stringify({ n: 1 }));
+    await admin.hset(keys.legacyDoc('dev_keys'), 'k1', JSON.stringify({ revoked_at: 'then' }));
+    await admin.set(keys.legacyDocGeneration, 'the-old-generation');
+    const store = await started(new RedisDocStore(TEST_REDIS, keys));
+    assert.deepEqual(store.get('orgs', 'acme'), { n: 1 });
+    assert.deepEqual(store.get('dev_keys', 'k1'), { revoked_at: 'then' });
+    assert.equal(await admin.get(keys.docGeneration), 'the-old-generation');
+    await store.put('orgs', 'later', { n: 2 });
+    assert.equal(await admin.hget(keys.doc('orgs'), 'later'), JSON.stringify({ n: 2 }));
+    // a second replica starting afterwards follows the adopted store, and nothing is adopted twice
+    await admin.hset(keys.legacyDoc('orgs'), 'written-by-an-old-replica', JSON.stringify({ n: 3 }));
+    const other = await started(new RedisDocStore(TEST_REDIS, keys));
+    assert.deepEqual(other.get('orgs', 'later'), { n: 2 });
+    assert.equal(other.get('orgs', 'written-by-an-old-replica'), undefined);
+  });
+
   it('ignores a malformed message on its channel', async () => {
     const prefix = newRedisPrefix();
     after(() => dropRedisPrefix(prefix));
     const keys = redisKeys(prefix);
-    const store = await started(new RedisDocStore(REDIS_URL, keys));
-    const admin = new Redis(REDIS_URL);
+    const store = await started(new RedisDocStore(TEST_REDIS, keys));
+    const admin = testRedis();
     after(() => admin.disconnect());
     await admin.publish(keys.docChannel, 'not json');
     await admin.publish(keys.docChannel, JSON.stringify(['p', 'no_such_collection', 'x', 't', { n: 1 }]));
@@ -552,14 +585,17 @@ describe('RedisDocStore and its connection', () => {
   });
 });
 
-/** ids of the store subscribers of one namespace, found by the connection name the store sets */
-async function subscriberIdsOf(admin: Redis, channel: string): Promise<string[]> {
-  const ids: string[] = [];
-  const list = String(await admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub'));
-  for (const line of list.split('\n').filter(Boolean)) {
-    const id = /(?:^| )id=(\d+)/.exec(line)?.[1];
-    const name = / name=(\S*)/.exec(line)?.[1] ?? '';
-    if (id && name.includes(channel)) ids.push(id);
+/** the store subscribers of one namespace, each with the node it is connected to, found by the connection name the store sets */
+async function subscribersOf(admin: RedisClient, channel: string): Promise<Array<[Redis, string]>> {
+  const found: Array<[Redis, string]> = [];
+  await admin.ping();
+  for (const node of nodesOf(admin)) {
+    const list = String(await node.call('CLIENT', 'LIST', 'TYPE', 'pubsub'));
+    for (const line of list.split('\n').filter(Boolean)) {
+      const id = /(?:^| )id=(\d+)/.exec(line)?.[1];
+      const name = / name=(\S*)/.exec(line)?.[1] ?? '';
+      if (id && name.includes(channel)) found.push([node, id]);
+    }
   }
-  return ids;
+  return found;
 }

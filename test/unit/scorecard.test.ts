@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ScorecardRow } from '../../src/lifecycle/rows.js';
-import { computeScorecard, feedbackKey, type ScorecardInput, type TaskOutcome } from '../../src/lifecycle/scorecard.js';
+import { feedbackKey, SkillSamples } from '../../src/lifecycle/samples.js';
+import { computeScorecard, type ScorecardInput, type TaskOutcome } from '../../src/lifecycle/scorecard.js';
+import { mergeSketch, sketchOf, spreadOf, type Sketch } from '../../src/lifecycle/sketch.js';
 import { splitCheck, wilson } from '../../src/lifecycle/stats.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
@@ -55,9 +57,16 @@ function sessions(skill: string, arm: 'treatment' | 'control', tasks: number, tu
   return out;
 }
 
+/** the rows' samples of one skill, as a store adds them up */
+function samplesOf(rows: readonly ScorecardRow[], skill: string): SkillSamples {
+  const samples = new SkillSamples();
+  for (const r of rows) samples.addRow(r, skill);
+  return samples;
+}
+
 const SKILL = 'prompt_compaction';
-const card = (rows: ScorecardRow[], over: Partial<ScorecardInput> = {}) =>
-  computeScorecard({ skill: SKILL, rows, feedback: new Map(), armed: false, history: [], canaryPercent: null, source: { store: 'process' }, ...over });
+const card = (rows: ScorecardRow[], over: Partial<Omit<ScorecardInput, 'samples'>> = {}) =>
+  computeScorecard({ skill: SKILL, feedback: new Map(), armed: false, history: [], canaryPercent: null, source: { store: 'process' }, ...over, samples: samplesOf(rows, over.skill ?? SKILL) });
 
 describe('scorecard status', () => {
   it('NO_DATA under 20 samples, even with nothing wrong', () => {
@@ -214,7 +223,7 @@ describe('scorecard status', () => {
   it('skill-specific metrics come from the skills\' reported detail', () => {
     const pii = computeScorecard({
       skill: 'pii_redaction',
-      rows: many(3, 'pii_redaction', { arm: 'treatment', detail: { kinds: { email: 2, iban: 1 } } }),
+      samples: samplesOf(many(3, 'pii_redaction', { arm: 'treatment', detail: { kinds: { email: 2, iban: 1 } } }), 'pii_redaction'),
       feedback: new Map(),
       armed: false,
       history: [],
@@ -224,11 +233,14 @@ describe('scorecard status', () => {
     assert.deepEqual(pii.skill_specific_metrics.redactions_by_kind, { email: 6, iban: 3 });
     const cache = computeScorecard({
       skill: 'semantic_cache',
-      rows: [
-        ...many(3, 'semantic_cache', { arm: 'treatment', outcome: 'hit', detail: { tokens_saved: 100, usd_saved: 0.002 } }),
-        ...many(1, 'semantic_cache', { arm: 'treatment', outcome: 'miss' }),
-        ...many(4, 'semantic_cache', (i) => ({ arm: 'shadow', outcome: 'shadow', detail: { decision: 'hit', false_hit: i === 0 } })),
-      ],
+      samples: samplesOf(
+        [
+          ...many(3, 'semantic_cache', { arm: 'treatment', outcome: 'hit', detail: { tokens_saved: 100, usd_saved: 0.002 } }),
+          ...many(1, 'semantic_cache', { arm: 'treatment', outcome: 'miss' }),
+          ...many(4, 'semantic_cache', (i) => ({ arm: 'shadow', outcome: 'shadow', detail: { decision: 'hit', false_hit: i === 0 } })),
+        ],
+        'semantic_cache',
+      ),
       feedback: new Map(),
       armed: false,
       history: [],
@@ -244,6 +256,23 @@ describe('scorecard statistics', () => {
   it('Wilson interval of 50/100 is about 0.40 to 0.60', () => {
     assert.deepEqual(wilson(50, 100), [0.4038, 0.5962]);
     assert.equal(wilson(0, 0), null);
+  });
+
+  it('sketches merge in any order to the same counts, and read back percentiles within 1%', () => {
+    const values = Array.from({ length: 1000 }, (_, i) => (i % 10 === 0 ? 0 : 0.05 * 1.013 ** i));
+    const one = values.reduce<Sketch | undefined>((s, v) => mergeSketch(s, sketchOf(v)), undefined);
+    // the same values in halves, each half sketched apart and then merged, the later half first
+    const half = (part: number[]) => part.reduce<Sketch | undefined>((s, v) => mergeSketch(s, sketchOf(v)), undefined)!;
+    assert.deepEqual(mergeSketch(half(values.slice(500)), half(values.slice(0, 500))), one);
+    const sorted = [...values].sort((a, b) => a - b);
+    const exact = (p: number) => sorted[Math.ceil((p / 100) * sorted.length) - 1]!;
+    const spread = spreadOf(one);
+    for (const p of [50, 95, 99] as const) {
+      const got = spread[`p${p}`]!;
+      assert.ok(Math.abs(got - exact(p)) <= 0.01 * exact(p) + 0.005, `p${p}: ${got} against ${exact(p)}`);
+    }
+    assert.deepEqual(spreadOf(mergeSketch(sketchOf(0), sketchOf(0))), { p50: 0, p95: 0, p99: 0 });
+    assert.deepEqual(spreadOf(undefined), { p50: null, p95: null, p99: null });
   });
 
   it('split check: 500/1000 against 50% is no mismatch; 600/1000 is', () => {

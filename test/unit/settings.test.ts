@@ -4,6 +4,7 @@ import { cpus } from 'node:os';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { isSecretSetting, loadSettings, SettingsError, SettingsSchema } from '../../src/settings.js';
+import { clusterTarget, describeTarget, redisTargetOf } from '../../src/stores/redis/client.js';
 
 const SECRETS_KEY = Buffer.alloc(32, 1).toString('base64');
 
@@ -12,6 +13,7 @@ const NAMED: Record<string, unknown> = {
   GW_HOST: '0.0.0.0',
   GW_PORT: 8080,
   GW_REDIS_URL: undefined,
+  GW_REDIS_CLUSTER: undefined,
   GW_DATA_DIR: undefined,
   GW_ADMIN_KEY: undefined,
   GW_CONFIG_SECRET: undefined,
@@ -90,6 +92,10 @@ describe('settings', () => {
     ['GW_UPSTREAM_OPENAI', 'ftp://example.com'],
     ['GW_UPSTREAM_CLOUDY', 'http://host/with/path'],
     ['GW_REDIS_URL', 'http://127.0.0.1:6379'],
+    ['GW_REDIS_CLUSTER', 'redis://10.0.0.1'],
+    ['GW_REDIS_CLUSTER', '10.0.0.1:7000,10.0.0.2'],
+    ['GW_REDIS_CLUSTER', 'http://10.0.0.1:7000'],
+    ['GW_REDIS_CLUSTER', '10.0.0.1:7000/0'],
     ['GW_SECRETS_KEY', 'too-short'],
     ['GW_LOOP_STALL_SHED_SHARE', '1.5'],
     ['GW_GUARDRAILS_MODEL_MODE', 'block'],
@@ -108,6 +114,18 @@ describe('settings', () => {
     for (const name of ['GW_PORT', 'GW_LOG_LEVEL', 'GW_NO_SUCH_SETTING']) assert.ok(problems.some((p) => p.startsWith(`${name}:`)), name);
   });
 
+  it('GW_REDIS_CLUSTER selects a cluster: seeds, credentials and TLS parsed; one Redis setting at a time; it needs GW_SECRETS_KEY and allows replicas like GW_REDIS_URL', () => {
+    const s = loadSettings({ GW_REDIS_CLUSTER: 'rediss://gw:p%40ss@10.0.0.1:7000,redis-2.internal:7001', GW_SECRETS_KEY: SECRETS_KEY, GW_WORKERS: '2' });
+    assert.deepEqual(redisTargetOf(s), { seeds: [{ host: '10.0.0.1', port: 7000 }, { host: 'redis-2.internal', port: 7001 }], username: 'gw', password: 'p@ss', tls: true });
+    assert.equal(describeTarget(clusterTarget('redis://:secret@10.0.0.1:7000')), 'the cluster of 10.0.0.1:7000', 'no password in messages');
+    assert.deepEqual(clusterTarget('127.0.0.1:7000,127.0.0.1:7001'), { seeds: [{ host: '127.0.0.1', port: 7000 }, { host: '127.0.0.1', port: 7001 }], tls: false });
+    assert.equal(redisTargetOf(loadSettings({ GW_REDIS_URL: 'redis://127.0.0.1:6379', GW_SECRETS_KEY: SECRETS_KEY })), 'redis://127.0.0.1:6379');
+    assert.equal(redisTargetOf(loadSettings({})), undefined);
+    assert.ok(problemsOf({ GW_REDIS_CLUSTER: '10.0.0.1:7000', GW_REDIS_URL: 'redis://10.0.0.1:6379', GW_SECRETS_KEY: SECRETS_KEY }).some((p) => p.startsWith('GW_REDIS_CLUSTER: set either')));
+    assert.ok(problemsOf({ GW_REDIS_CLUSTER: '10.0.0.1:7000' }).some((p) => p.startsWith('GW_SECRETS_KEY:')));
+    assert.equal(loadSettings({ GW_REDIS_CLUSTER: '10.0.0.1:7000', GW_SECRETS_KEY: SECRETS_KEY }).GW_WORKERS, cpus().length);
+  });
+
   it('cross-field rules name the variable that is missing', () => {
     assert.ok(problemsOf({ GW_DATA_DIR: '/tmp/x' }).some((p) => p.startsWith('GW_SECRETS_KEY:')));
     assert.ok(problemsOf({ GW_WORKERS: '2' }).some((p) => p.startsWith('GW_WORKERS:')));
@@ -121,6 +139,7 @@ describe('settings', () => {
     GW_ADMIN_KEY: 'adm-leaky',
     GW_CONFIG_SECRET: 'cfg-leaky',
     GW_REDIS_URL: 'http://:hunter2-password@redis.internal:6379',
+    GW_REDIS_CLUSTER: 'http://:hunter2-password@redis.internal:6379',
   };
 
   it('a bad secret setting is named, its value never printed', () => {

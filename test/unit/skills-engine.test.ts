@@ -23,6 +23,8 @@ const ROW = {
   slow: guardrailRow('slow', 'spinUntilDeadline', 70),
   broken: guardrailRow('broken', 'throwing', 80),
   crash: guardrailRow('crash', 'exitThread', 90),
+  context_probe: { ...guardrailRow('context_probe', 'describeContext', 95), context: true },
+  plain_probe: guardrailRow('plain_probe', 'describeContext', 96),
 } satisfies Record<string, SkillRow>;
 const POOL_ROWS = Object.entries(ROW)
   .filter(([name]) => name !== 'compaction_beside')
@@ -37,7 +39,7 @@ let keySkills: KeySkills;
 let keys = 0;
 
 before(async () => {
-  pool = new SkillPool({ threads: 2, minThreads: 2, maxQueue: 8, idleTimeoutMs: 60_000, abortGraceMs: 50 }, POOL_ROWS);
+  pool = new SkillPool({ threads: 2, minThreads: 2, tasksPerThread: 1, maxQueue: 8, idleTimeoutMs: 60_000, abortGraceMs: 50 }, POOL_ROWS);
   store = new EmbeddedDocStore();
   await store.start();
   keySkills = new KeySkills(store, 5_000);
@@ -190,7 +192,7 @@ test('an answer-now stage ends the request without a call upstream; a routing st
   const keyId = await keyWith({ semantic_cache: 'prod', model_routing: 'prod' });
   const hit = await engine([ROW.semantic_cache]).run(request(keyId));
   assert.equal(hit.verdict.kind, 'answer');
-  assert.deepEqual(hit.verdict.kind === 'answer' && JSON.parse(Buffer.from(hit.verdict.answer.body).toString()), { cached: true });
+  assert.deepEqual(hit.verdict.kind === 'answer' && 'body' in hit.verdict.answer && JSON.parse(Buffer.from(hit.verdict.answer.body).toString()), { cached: true });
   const routed = await engine([ROW.model_routing]).run(request(keyId));
   assert.deepEqual(routed.verdict, { kind: 'continue', model: 'cheaper-model' });
 });
@@ -230,10 +232,120 @@ test('headers name each stage with _ as - and its outcome; /healthz levers come 
     stages: [
       { id: 'guardrails', kind: 'guardrail', mode: 'prod' },
       { id: 'guardrails_model', kind: 'guardrail', mode: 'shadow' },
+      { id: 'pii_redaction', kind: 'per-key', mode: 'per_key' },
       { id: 'prompt_compaction', kind: 'per-key', mode: 'per_key' },
       { id: 'agent_trajectory_compaction', kind: 'per-key', mode: 'per_key' },
+      { id: 'model_routing', kind: 'per-key', mode: 'per_key' },
+      { id: 'semantic_cache', kind: 'per-key', mode: 'per_key' },
     ],
     ceilings_ms: { acting: 250, shadow: 50 },
   });
   assert.deepEqual(skillLevers(settings, [ROW.pii_redaction]).stages, [{ id: 'pii_redaction', kind: 'per-key', mode: 'per_key' }]);
+});
+
+test('the StageContext goes only to stages whose row asks for it, built once per request', async () => {
+  const keyId = await keyWith({});
+  let built = 0;
+  const context = () => {
+    built++;
+    return { allowedModels: ['gpt-4o-mini'], reachableProviders: ['openai'] };
+  };
+  const run = await engine([ROW.context_probe, ROW.plain_probe, { ...ROW.context_probe, id: 'context_probe', order: 97 }]).run(request(keyId, { context }));
+  assert.deepEqual(
+    run.skills.map((s) => s.detail),
+    [{ context: { allowedModels: ['gpt-4o-mini'], reachableProviders: ['openai'] } }, { context: null }, { context: { allowedModels: ['gpt-4o-mini'], reachableProviders: ['openai'] } }],
+  );
+  assert.equal(built, 1);
+  const none = await engine([ROW.plain_probe]).run(request(keyId, { context }));
+  assert.deepEqual(none.skills[0]?.detail, { context: null });
+  assert.equal(built, 1, 'no stage asked: never built');
+});
+
+test("a stage's main-thread half finishes its result with the model the stages before it left, and taps the reply", async () => {
+  const keyId = await keyWith({ model_routing: 'prod', pii_redaction: 'prod' });
+  const seen: Array<[string, string | undefined, string | undefined]> = [];
+  const tap = { wrap: (sink: never) => sink };
+  const half: SkillsRequest['half'] = (stage, acting) =>
+    stage === 'pii_redaction' && acting
+      ? {
+          tap,
+          finish: (result, model) => {
+            seen.push([stage, result?.outcome, model]);
+            return result && { ...result, detail: { finished: true } };
+          },
+        }
+      : undefined;
+  const routing = { ...ROW.model_routing, order: 1 };
+  const run = await engine([routing, ROW.pii_redaction]).run(request(keyId, { half }));
+  assert.deepEqual(seen, [['pii_redaction', 'applied', 'cheaper-model']]);
+  assert.deepEqual(run.skills.find((s) => s.skill === 'pii_redaction')?.detail, { finished: true });
+  assert.deepEqual(run.taps, [tap]);
+});
+
+test('a half that throws is its stage\'s error: an acting stage bypasses, and no tap is kept', async () => {
+  const keyId = await keyWith({ pii_redaction: 'prod' });
+  const half: SkillsRequest['half'] = () => ({
+    tap: { wrap: (sink: never) => sink },
+    finish: () => {
+      throw new Error('store exploded');
+    },
+  });
+  const run = await engine([ROW.pii_redaction]).run(request(keyId, { half }));
+  assert.equal(run.verdict.kind, 'bypass');
+  assert.match(run.verdict.kind === 'bypass' ? run.verdict.reason : '', /pii_redaction: error \(main-thread half: store exploded\)/);
+  assert.deepEqual(run.taps, []);
+});
+
+test('a shadow stage beside dispatch has its tap before it runs; an answer ends the request and its half learns the stage never ran', async () => {
+  const keyId = await keyWith({ prompt_compaction: 'shadow', semantic_cache: 'prod' });
+  const finished: unknown[] = [];
+  const tap = { wrap: (sink: never) => sink };
+  const half: SkillsRequest['half'] = (stage, acting) => (stage === 'prompt_compaction' && !acting ? { tap, finish: (r) => (finished.push(r), r) } : undefined);
+  const beside = await engine([ROW.compaction_beside]).run(request(keyId, { half }));
+  assert.deepEqual(beside.taps, [tap]);
+  await beside.beside;
+  assert.equal((finished[0] as { outcome: string }).outcome, 'applied');
+  const answered = await engine([{ ...ROW.compaction_beside, order: 1 }, ROW.semantic_cache]).run(request(keyId, { half }));
+  assert.equal(answered.verdict.kind, 'answer');
+  await new Promise((r) => setImmediate(r));
+  assert.equal(finished[1], undefined);
+  assert.equal(finished.length, 2);
+});
+
+test('on a small body the shadow stage beside dispatch rides in the inline stage\'s pool task; on a large one it gets its own', async (t) => {
+  const tasks: number[] = [];
+  const real = pool.runWithFollowers.bind(pool);
+  pool.runWithFollowers = (task, ceilingMs, followers) => {
+    tasks.push(followers.length);
+    return real(task, ceilingMs, followers);
+  };
+  t.after(() => {
+    pool.runWithFollowers = real;
+  });
+  const keyId = await keyWith({});
+  const rows = [ROW.guardrails, ROW.guardrails_model];
+  const small = await engine(rows).run(request(keyId));
+  assert.deepEqual(tasks, [1], 'one task: the regex stage with the classifier riding');
+  assert.deepEqual((await small.beside).map((s) => [s.skill, s.outcome]), [['guardrails_model', 'shadow']]);
+
+  tasks.length = 0;
+  const large = await engine(rows).run(request(keyId, { body: Buffer.from(JSON.stringify({ trail: [], pad: 'x'.repeat(2000) })) }));
+  assert.deepEqual((await large.beside).map((s) => [s.skill, s.outcome]), [['guardrails_model', 'shadow']]);
+  assert.deepEqual(tasks, [0, 0], 'two tasks: the classifier beside the upstream call');
+});
+
+test('taps come in table order whatever the order their halves were made in (a shadow stage beside dispatch is made first)', async () => {
+  const keyId = await keyWith({ pii_redaction: 'prod', prompt_compaction: 'shadow' });
+  const made: string[] = [];
+  const tapOf = (stage: string) => ({ wrap: (sink: never) => sink, stage });
+  const half: SkillsRequest['half'] = (stage) => {
+    made.push(stage);
+    return { tap: tapOf(stage), finish: (r) => r };
+  };
+  const run = await engine([ROW.pii_redaction, ROW.compaction_beside]).run(request(keyId, { half }));
+  assert.deepEqual(made, ['prompt_compaction', 'pii_redaction']);
+  assert.deepEqual(
+    run.taps.map((t) => (t as unknown as { stage: string }).stage),
+    ['pii_redaction', 'prompt_compaction'],
+  );
 });

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { SkillPool, type PoolSettings } from '../../src/skills/pool.js';
-import type { StageTask } from '../../src/skills/stage.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
 import { guardrailRow } from '../fixtures/skills/rows.js';
+import { STARTED_SLOT_INTS } from '../../src/skills/stage.js';
+import { sharedTask } from '../helpers/stage-input.js';
 import { eventually } from '../helpers/wait.js';
 
 const ROWS = [
@@ -12,8 +13,10 @@ const ROWS = [
   guardrailRow('loop', 'loopForever', 3),
   guardrailRow('throw', 'throwing', 4),
   guardrailRow('exit', 'exitThread', 5),
+  guardrailRow('trail', 'appendTrail', 6),
+  guardrailRow('thread', 'describeThread', 7),
 ];
-const SETTINGS: PoolSettings = { threads: 1, minThreads: 1, maxQueue: 1, idleTimeoutMs: 60_000, abortGraceMs: 20 };
+const SETTINGS: PoolSettings = { threads: 1, minThreads: 1, tasksPerThread: 1, maxQueue: 1, idleTimeoutMs: 60_000, abortGraceMs: 20 };
 const LONG_MS = 60_000;
 
 function pool(t: { after(fn: () => Promise<void>): void }, settings: Partial<PoolSettings> = {}) {
@@ -24,14 +27,7 @@ function pool(t: { after(fn: () => Promise<void>): void }, settings: Partial<Poo
   return { pool: p, metrics, respawns };
 }
 
-/** A task whose body and started flag live in shared memory, as the engine sends them. */
-function task(stage: string, text = '{"messages":[]}'): Omit<StageTask, 'deadlineAt'> {
-  const bytes = Buffer.from(text);
-  const sab = new SharedArrayBuffer(4 + bytes.length);
-  const body = new Uint8Array(sab, 4);
-  body.set(bytes);
-  return { stage, surface: 'chat_completions', acting: true, body, started: new Int32Array(sab, 0, 1) };
-}
+const task = (stage: string, text = '{"messages":[]}') => sharedTask(stage, 'chat_completions', text);
 
 /** Starts the pool's thread (a cold one loads its evaluators first), so a test's ceilings time the stage only. */
 async function warm(p: SkillPool) {
@@ -125,4 +121,61 @@ test('a ceiling noticed a whole ceiling late is loop_stalled: the main loop, not
     // the main loop is blocked past twice the ceiling
   }
   assert.equal((await pending).outcome, 'loop_stalled');
+});
+
+test('two stages per thread: the second waits on the thread\'s port and runs once the first has finished', async (t) => {
+  const { pool: p } = pool(t, { tasksPerThread: 2, maxQueue: 0 });
+  await warm(p);
+  const first = p.run(task('spin'), 150);
+  const second = p.run(task('describe'), LONG_MS);
+  assert.equal((await p.run(task('describe'), LONG_MS)).outcome, 'overloaded', 'one thread holding two stages and no queue is full');
+  assert.equal((await first).outcome, 'ceiling_exceeded');
+  assert.equal((await second).outcome, 'done');
+});
+
+test('the backstop terminates the stuck stage\'s thread; a stage queued behind it on that thread ends as error, and one respawn is counted', async (t) => {
+  const { pool: p, respawns } = pool(t, { tasksPerThread: 2 });
+  await warm(p);
+  const stuck = p.run(task('loop'), 150);
+  const behind = p.run(task('describe'), LONG_MS);
+  assert.equal((await stuck).outcome, 'ceiling_exceeded');
+  const sibling = await behind;
+  assert.equal(sibling.outcome, 'error');
+  assert.match(sibling.outcome === 'error' ? sibling.detail : '', /terminated by the backstop/);
+  assert.equal(await respawns('backstop'), 1);
+  assert.equal(await respawns('exit'), 0, 'the sibling is not a respawn of its own');
+  assert.equal((await p.run(task('describe'), LONG_MS)).outcome, 'done', 'the pool serves again on a new thread');
+});
+
+/** A follower's started slot in shared memory of its own. */
+const follower = (stage: string, ceilingMs: number) => ({ stage, ceilingMs, started: new Int32Array(new SharedArrayBuffer(STARTED_SLOT_INTS * 4)) });
+
+test('followers ride in their stage\'s task: the same thread, right after it, on the body an acting stage produced', async (t) => {
+  const { pool: p, metrics } = pool(t, { threads: 2, minThreads: 2 });
+  const [lead, first, second] = await p.runWithFollowers(task('trail', '{"trail":[]}'), LONG_MS, [follower('thread', LONG_MS), follower('thread', LONG_MS)]);
+  assert.equal(lead!.outcome, 'done');
+  const seen = [first!, second!].map((r) => (r.outcome === 'done' ? r.reply.result?.detail : undefined));
+  assert.deepEqual(seen.map((d) => d?.['first']), ['{"trail":["t', '{"trail":["t'], 'each follower reads the acting stage\'s body');
+  assert.equal(seen[0]?.['thread'], seen[1]?.['thread'], 'one thread ran the task');
+  const timed = (await metrics.skillRunTime.get()).values.filter((v) => v.metricName === 'gw_skill_run_seconds_count');
+  assert.deepEqual(Object.fromEntries(timed.map((v) => [v.labels['stage'], v.value])), { trail: 1, thread: 2 }, 'each stage is timed');
+});
+
+test('followers do not run when their stage misses its ceiling, and say so', async (t) => {
+  const { pool: p } = pool(t);
+  await warm(p);
+  const [lead, rider] = await p.runWithFollowers(task('spin'), 100, [follower('thread', LONG_MS)]);
+  assert.equal(lead!.outcome, 'ceiling_exceeded');
+  assert.equal(rider!.outcome, 'ceiling_exceeded');
+  assert.match(rider!.outcome === 'ceiling_exceeded' ? rider!.detail : '', /^not run/);
+});
+
+test('a follower stuck in a loop misses its own ceiling; its thread is terminated by the backstop and the task reports the stage before it lost', async (t) => {
+  const { pool: p, respawns } = pool(t);
+  await warm(p);
+  const [lead, rider] = await p.runWithFollowers(task('describe'), 100, [follower('loop', 100)]);
+  assert.equal(rider!.outcome, 'ceiling_exceeded');
+  assert.equal(lead!.outcome, 'error', 'its result stayed in the thread');
+  await eventually(async () => (await respawns('backstop')) === 1, 'the backstop respawn to be counted');
+  assert.equal((await p.run(task('describe'), LONG_MS)).outcome, 'done');
 });

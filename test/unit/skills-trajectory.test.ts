@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { joinCatalog, lookupModel } from '../../src/providers/catalog.js';
 import { SkillPool } from '../../src/skills/pool.js';
-import type { StageContext, StageTask } from '../../src/skills/stage.js';
+import type { StageContext } from '../../src/skills/stage.js';
 import { SKILLS } from '../../src/skills/table.js';
 import { textTokens } from '../../src/skills/tokens.js';
 import { evaluateTrajectoryCompaction } from '../../src/skills/trajectory/index.js';
 import { viewOf } from '../../src/skills/views/index.js';
 import { AGENT_SURFACES, agentBody, type AgentOptions, type AgentSurface } from '../helpers/agent-conversation.js';
-import { NO_DEADLINE, PASSED, stageInput } from '../helpers/stage-input.js';
+import { NO_DEADLINE, PASSED, sharedTask, stageInput } from '../helpers/stage-input.js';
 import { toolRuleErrors } from '../helpers/vendor-rules.js';
 
 type J = Record<string, unknown>;
@@ -141,16 +141,9 @@ describe('the fold ledger', () => {
 describe('through a real SkillPool with the table rows', () => {
   // a model the main thread's catalog holds beyond the shipped ones (as a self-hosted destination's would be)
   joinCatalog([{ id: 'house-model', provider: 'openai', price: { input: 4, output: 8, cached_input: 1, cache_write: 4 }, context_window: 100_000, max_output_tokens: 4096, capabilities: ['chat', 'tools'] }]);
-  const pool = new SkillPool({ threads: 1, minThreads: 1, maxQueue: 4, idleTimeoutMs: 60_000, abortGraceMs: 50 }, SKILLS);
+  const pool = new SkillPool({ threads: 1, minThreads: 1, tasksPerThread: 1, maxQueue: 4, idleTimeoutMs: 60_000, abortGraceMs: 50 }, SKILLS);
   after(() => pool.close());
-  /** a task whose body and started flag live in shared memory, as the engine sends them */
-  const task = (surface: string, json: unknown, context: StageContext): Omit<StageTask, 'deadlineAt'> => {
-    const bytes = Buffer.from(JSON.stringify(json));
-    const sab = new SharedArrayBuffer(4 + bytes.length);
-    const body = new Uint8Array(sab, 4);
-    body.set(bytes);
-    return { stage: 'agent_trajectory_compaction', surface, acting: true, body, context, started: new Int32Array(sab, 0, 1) };
-  };
+  const task = (surface: string, json: unknown, context: StageContext) => sharedTask('agent_trajectory_compaction', surface, json, true, context);
 
   test('the worker prices by the main thread\'s catalog', async () => {
     const r = await pool.run(task('chat_completions', agentBody('chat_completions', { model: 'house-model' }), WIDE), 60_000);

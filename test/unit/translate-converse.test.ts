@@ -12,7 +12,7 @@ const ctx: ReplyContext = { model: 'amazon.nova-pro-v1:0', created: 1700000000, 
 const providers = new Providers({});
 /** the pair's request side, addressed by its provider as the chat surface does */
 const translate = (body: Record<string, unknown>, headers: Record<string, string> = {}) => {
-  const request = chatToConverseRequest({ model: 'amazon.nova-pro-v1:0', messages: [{ role: 'user', content: 'hi' }], ...body });
+  const request = chatToConverseRequest({ model: 'amazon.nova-pro-v1:0', messages: [{ role: 'user', content: 'hi' }], ...body }, 0);
   return { ...request, ...providers.target('cloudy', request.operation, headers), body: request.body, reply: converseToChatReply(ctx) };
 };
 

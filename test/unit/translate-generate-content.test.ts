@@ -10,7 +10,7 @@ const ctx: ReplyContext = { model: 'gemini-x', created: 1700000000, fallbackId: 
 const providers = new Providers({});
 /** the pair's request side, addressed by its provider as the chat surface does */
 const translate = (body: Record<string, unknown>) => {
-  const request = chatToGenerateContentRequest({ model: 'gemini-x', messages: [{ role: 'user', content: 'hi' }], ...body });
+  const request = chatToGenerateContentRequest({ model: 'gemini-x', messages: [{ role: 'user', content: 'hi' }], ...body }, 0);
   return { ...request, ...providers.target('genvendor', request.operation, {}), body: request.body, reply: generateContentToChatReply(ctx) };
 };
 

@@ -6,7 +6,7 @@ import { chatToMessagesRequest } from '../../src/translate/chat-messages/request
 import type { ReplyContext, StreamTransform } from '../../src/translate/types.js';
 
 const ctx: ReplyContext = { model: 'claude-x', created: 1700000000, fallbackId: 'chatcmpl-req1', includeUsage: true };
-const request = (body: Record<string, unknown>) => JSON.parse(chatToMessagesRequest({ model: 'claude-x', messages: [{ role: 'user', content: 'hi' }], ...body }, 1024).body.toString()) as Record<string, unknown>;
+const request = (body: Record<string, unknown>) => JSON.parse(chatToMessagesRequest({ model: 'claude-x', messages: [{ role: 'user', content: 'hi' }], ...body }, 1024, 0).body.toString()) as Record<string, unknown>;
 
 /** Every `data:` payload of a translated stream, parsed ([DONE] kept as a string). */
 const events = (text: string): unknown[] =>
