@@ -80,6 +80,33 @@ describe('two gateway processes on one Redis', () => {
     }
   });
 
+  it('a revocation through A is answered only once B has applied it: B stopped (SIGSTOP) holds the answer until it runs again', async () => {
+    const org = 'replica-org-stopped';
+    assert.equal((await admin(a.port, '/api/v1/admin/orgs', { org_id: org, rps_cap: 1000 })).status, 201);
+    const minted = await admin(a.port, '/api/v1/admin/dev_keys', { org_id: org });
+    const devKey = minted.body['api_key'] as string;
+    assert.equal((await chat(b.port, devKey)).status, 200, 'B knows the key');
+    const pid = b.child.pid as number;
+    process.kill(pid, 'SIGSTOP');
+    let resumed = false;
+    let answeredWhileStopped = false;
+    try {
+      const revoke = admin(a.port, '/api/v1/admin/dev_keys/revoke', { key_id: minted.body['key_id'] }).then((r) => {
+        answeredWhileStopped = !resumed;
+        return r;
+      });
+      // B cannot read the change while stopped; A must not answer before B could
+      await new Promise((r) => setTimeout(r, 300));
+      resumed = true;
+      process.kill(pid, 'SIGCONT');
+      assert.equal((await revoke).status, 200);
+    } finally {
+      if (!resumed) process.kill(pid, 'SIGCONT');
+    }
+    assert.equal(answeredWhileStopped, false, 'A answered the revocation while B had not applied it');
+    assert.equal((await chat(b.port, devKey)).status, 401);
+  });
+
   it('an org created on both at once is created once: one 201, the other 200', async () => {
     const [ra, rb] = await Promise.all([admin(a.port, '/api/v1/admin/orgs', { org_id: 'both-at-once' }), admin(b.port, '/api/v1/admin/orgs', { org_id: 'both-at-once' })]);
     assert.deepEqual([ra.status, rb.status].sort(), [200, 201]);

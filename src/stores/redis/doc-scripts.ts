@@ -22,24 +22,23 @@ const ONE_DOC_GUARDS = GUARDS('ARGV[4]', 'KEYS[3]', 'ARGV[5]');
  * KEYS[1] the collection's hash, KEYS[2] the change channel, KEYS[3] the
  * generation marker; ARGV[1] the document id, ARGV[2] the document's JSON,
  * ARGV[3] the message, ARGV[4] the deadline, ARGV[5] the generation. Each
- * returns 1 when it wrote, 0 when it did not, -1 past the deadline, -2 on
- * another generation; gwDocCreate returns the document already there instead of 0.
+ * returns `{1, subscribers}` when it wrote (the subscribers its message
+ * reached, which the writer waits to hear back from), 0 when it did not, -1
+ * past the deadline, -2 on another generation; gwDocCreate returns the
+ * document already there instead of 0.
  */
 export const DOC_SCRIPTS = {
   gwDocPut: `${ONE_DOC_GUARDS}
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('PUBLISH', KEYS[2], ARGV[3])
-return 1`,
+return {1, redis.call('PUBLISH', KEYS[2], ARGV[3])}`,
   gwDocCreate: `${ONE_DOC_GUARDS}
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 if current then return current end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('PUBLISH', KEYS[2], ARGV[3])
-return 1`,
+return {1, redis.call('PUBLISH', KEYS[2], ARGV[3])}`,
   gwDocDelete: `${ONE_DOC_GUARDS}
 if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('PUBLISH', KEYS[2], ARGV[3])
-return 1`,
+return {1, redis.call('PUBLISH', KEYS[2], ARGV[3])}`,
 } as const;
 
 export type DocScript = keyof typeof DOC_SCRIPTS;
@@ -55,14 +54,16 @@ export const OTHER_GENERATION_REPLY = -2;
  * KEYS[1] the change channel, KEYS[2] the generation marker, KEYS[2 + j] the
  * hash of the j-th document; ARGV[1] the deadline, ARGV[2] the generation,
  * then per document ARGV[3j] its id, ARGV[3j + 1] its JSON, ARGV[3j + 2] its
- * message. Returns 1 when it wrote, -1 or -2 as the scripts above.
+ * message. Returns `{1, subscribers}` (those the last message reached) when
+ * it wrote, -1 or -2 as the scripts above.
  */
 export const DOC_PUT_ALL_SCRIPT = `${GUARDS('ARGV[1]', 'KEYS[2]', 'ARGV[2]')}
+local reached = 0
 for j = 1, #KEYS - 2 do
   redis.call('HSET', KEYS[j + 2], ARGV[3 * j], ARGV[3 * j + 1])
-  redis.call('PUBLISH', KEYS[1], ARGV[3 * j + 2])
+  reached = redis.call('PUBLISH', KEYS[1], ARGV[3 * j + 2])
 end
-return 1`;
+return {1, reached}`;
 
 /** Releases the restore lease only when this replica still holds it. KEYS[1] the lease, ARGV[1] the holder. */
 export const RELEASE_LEASE_SCRIPT = `

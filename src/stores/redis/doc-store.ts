@@ -4,6 +4,7 @@ import { COLLECTIONS, Mirror, STORE_WRITE_BOUND_MS, writeDeadline, type Collecti
 import { describeTarget, redisClient, replicaHolds, settingOf, timeAt, type RedisClient, type RedisTarget } from './client.js';
 import { DOC_PUT_ALL_SCRIPT, DOC_SCRIPTS, OTHER_GENERATION_REPLY, PAST_DEADLINE_REPLY, RELEASE_LEASE_SCRIPT, type DocScript } from './doc-scripts.js';
 import { redisSubscriber, type Subscriber } from './subscriber.js';
+import { originOf, WriteConfirmations } from './write-confirmations.js';
 import { throttledWarn } from '../../telemetry/throttled-log.js';
 import type { RedisKeys } from './prefixes.js';
 
@@ -20,9 +21,12 @@ const RESTORE_LEASE_MS = 30_000;
 /** On a cluster, how long a write waits for a replica to confirm it has it (client.ts, replicaHolds). */
 const REPLICA_WAIT_MS = 1000;
 
+/** A write script's reply: `[1, subscribers reached]` when it wrote, else what doc-scripts.ts says. */
+type ScriptReply = [1, number] | number | string;
+
 type ScriptedRedis = RedisClient &
-  Record<DocScript, (hash: string, channel: string, marker: string, id: string, doc: string, message: string, deadline: string, generation: string) => Promise<number | string>> & {
-    gwDocPutAll(numKeys: number, ...keysThenArgs: string[]): Promise<number>;
+  Record<DocScript, (hash: string, channel: string, marker: string, id: string, doc: string, message: string, deadline: string, generation: string) => Promise<ScriptReply>> & {
+    gwDocPutAll(numKeys: number, ...keysThenArgs: string[]): Promise<ScriptReply>;
     gwReleaseLease(lease: string, holder: string): Promise<number>;
   };
 
@@ -72,7 +76,9 @@ export class RedisDocStore extends Mirror implements DocStore {
   private readonly cmd: ScriptedRedis;
   private readonly sub: Subscriber;
   private readonly origin = randomUUID();
-  private readonly echoes = new Map<string, () => void>();
+  private readonly confirmations = new WriteConfirmations(ECHO_WAIT_MS);
+  /** where other replicas acknowledge applying this one's changes */
+  private readonly ackChannel: string;
   private seq = 0;
   /** while a reload runs, messages wait here and are applied after the snapshot */
   private buffered: string[] | undefined;
@@ -88,6 +94,7 @@ export class RedisDocStore extends Mirror implements DocStore {
   private checkingGeneration = false;
   private readonly warnNotEchoed: (obj: object) => void;
   private readonly warnUnreplicated: (obj: object) => void;
+  private readonly warnUnconfirmed: (obj: object) => void;
 
   constructor(
     private readonly target: RedisTarget,
@@ -97,6 +104,7 @@ export class RedisDocStore extends Mirror implements DocStore {
   ) {
     super(log);
     this.warnNotEchoed = throttledWarn(this.log, 'store change not echoed in time; applied locally');
+    this.warnUnconfirmed = throttledWarn(this.log, 'configuration change not confirmed in time by every replica; one stopped or unreachable serves the old state until it reads the change');
     this.warnUnreplicated = throttledWarn(this.log, 'configuration write not confirmed by a replica in time; a failover of its master now could lose it');
     // connection names let an operator (and the tests) tell the store's connections apart in CLIENT LIST
     this.cmd = redisClient(target, { connectTimeout: CONNECT_TIMEOUT_MS, connectionName: `${keys.docChannel}:cmd`, maxRetriesPerRequest: 1, commandTimeout: COMMAND_TIMEOUT_MS }) as ScriptedRedis;
@@ -104,13 +112,14 @@ export class RedisDocStore extends Mirror implements DocStore {
     this.cmd.defineCommand('gwDocPutAll', { lua: DOC_PUT_ALL_SCRIPT });
     this.cmd.defineCommand('gwReleaseLease', { numberOfKeys: 1, lua: RELEASE_LEASE_SCRIPT });
     // resubscribing is ours to do: the reload must start only once the subscription is live again
+    this.ackChannel = keys.docAcks(this.origin);
     this.sub = redisSubscriber(target, this.cmd, keys.docChannel, { connectTimeout: CONNECT_TIMEOUT_MS, connectionName: `${keys.docChannel}:sub` });
   }
 
   async start(): Promise<void> {
     this.watch(this.cmd, 'command');
     this.watch(this.sub, 'subscriber');
-    this.sub.on('message', (_channel: string, message: string) => this.onMessage(message));
+    this.sub.on('message', (channel: string, message: string) => (channel === this.ackChannel ? this.confirmations.acked(message) : this.onMessage(message)));
     this.sub.on('ready', () => {
       if (this.started && !this.closed) void this.resyncUntilDone();
     });
@@ -167,8 +176,7 @@ export class RedisDocStore extends Mirror implements DocStore {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.generationTimer);
-    for (const release of this.echoes.values()) release();
-    this.echoes.clear();
+    this.confirmations.releaseAll();
     this.sub.disconnect();
     await this.cmd.quit().catch(() => this.cmd.disconnect());
   }
@@ -205,26 +213,28 @@ export class RedisDocStore extends Mirror implements DocStore {
 
   /**
    * Runs a write script and waits (bounded) until its last message comes
-   * back (the script publishes in order, so every earlier one has too). When
+   * back (the script publishes in order, so every earlier one has too) and
+   * every other replica the message reached says it applied it: a change
+   * answered is in force on every replica from the next request on. When
    * the echo is late (the subscriber is reconnecting) the changes are applied
    * here so this replica reads its own write; the reload that follows the
    * reconnect puts everything in Redis order again.
    */
-  private async run(changes: readonly Change[], exec: (messages: string[]) => Promise<number | string>): Promise<true | false | string> {
+  private async run(changes: readonly Change[], exec: (messages: string[]) => Promise<ScriptReply>): Promise<true | false | string> {
     const tokens = changes.map(() => `${this.origin}:${++this.seq}`);
     const messages = changes.map(
       (c, i) => `[${JSON.stringify(c.op)},${JSON.stringify(c.collection)},${JSON.stringify(c.id)},${JSON.stringify(tokens[i])},${c.text ?? 'null'}]`,
     );
-    const echo = this.expectEcho(tokens[tokens.length - 1] as string);
-    let wrote: number | string;
+    const heard = this.confirmations.expect(tokens[tokens.length - 1] as string);
+    let wrote: ScriptReply;
     try {
       wrote = await exec(messages);
     } catch (err) {
-      echo.cancel();
+      heard.cancel();
       throw new GatewayError('store_timeout', `the configuration store did not take the write: ${(err as Error).message}`, { cause: err });
     }
-    if (wrote !== 1) {
-      echo.cancel();
+    if (!Array.isArray(wrote)) {
+      heard.cancel();
       if (wrote === PAST_DEADLINE_REPLY) throw new GatewayError('store_timeout', 'the write reached the configuration store past its deadline; nothing was written');
       if (wrote === OTHER_GENERATION_REPLY) {
         this.checkGeneration();
@@ -232,10 +242,12 @@ export class RedisDocStore extends Mirror implements DocStore {
       }
       return wrote === 0 ? false : String(wrote);
     }
-    const [arrived] = await Promise.all([echo.arrived, this.replicated(changes)]);
-    if (!arrived) {
+    const [{ echoed, missing }] = await Promise.all([heard.reached(Number(wrote[1])), this.replicated(changes)]);
+    if (!echoed) {
       this.warnNotEchoed({ changes: changes.map((c) => `${c.collection}/${c.id}`), waited_ms: ECHO_WAIT_MS });
       for (const c of changes) this.apply(c.collection, c.id, c.text === undefined ? undefined : JSON.parse(c.text));
+    } else if (missing > 0) {
+      this.warnUnconfirmed({ changes: changes.map((c) => `${c.collection}/${c.id}`), replicas_missing: missing, waited_ms: ECHO_WAIT_MS });
     }
     return true;
   }
@@ -247,26 +259,6 @@ export class RedisDocStore extends Mirror implements DocStore {
    */
   private async replicated(changes: readonly Change[]): Promise<void> {
     if (!(await replicaHolds(this.cmd, this.keys.docGeneration, REPLICA_WAIT_MS))) this.warnUnreplicated({ changes: changes.map((c) => `${c.collection}/${c.id}`), waited_ms: REPLICA_WAIT_MS });
-  }
-
-  private expectEcho(token: string): { arrived: Promise<boolean>; cancel(): void } {
-    let settle: (arrived: boolean) => void = () => undefined;
-    const arrived = new Promise<boolean>((resolve) => (settle = resolve));
-    const timer = setTimeout(() => {
-      this.echoes.delete(token);
-      settle(false);
-    }, ECHO_WAIT_MS);
-    this.echoes.set(token, () => {
-      clearTimeout(timer);
-      settle(true);
-    });
-    return {
-      arrived,
-      cancel: () => {
-        clearTimeout(timer);
-        this.echoes.delete(token);
-      },
-    };
   }
 
   private onMessage(message: string): void {
@@ -292,11 +284,10 @@ export class RedisDocStore extends Mirror implements DocStore {
     const [op, collection, id, token, doc] = parsed;
     // a collection this version does not know comes from a newer replica: not ours to mirror
     if (COLLECTIONS.includes(collection as Collection)) this.apply(collection as Collection, id, op === 'd' ? undefined : doc);
-    const release = this.echoes.get(token);
-    if (release) {
-      this.echoes.delete(token);
-      release();
-    }
+    const writer = originOf(token);
+    if (writer === this.origin) this.confirmations.echoed(token);
+    // the writer answers its caller once every replica applied the change
+    else if (writer !== undefined) this.cmd.publish(this.keys.docAcks(writer), token).catch(() => undefined);
   }
 
   /** After a reconnect: the command connection may still be down, so a failed reload is retried until one succeeds. */
@@ -340,7 +331,7 @@ export class RedisDocStore extends Mirror implements DocStore {
     const held: string[] = [];
     this.buffered = held;
     try {
-      await this.sub.subscribe(this.keys.docChannel);
+      await this.sub.subscribe(this.keys.docChannel, this.ackChannel);
       let snapshot = await this.snapshot();
       if (this.generation === undefined && snapshot.generation === null) {
         // first load of a new deployment, of documents written before hash tags, or of data written before markers: it gets its generation

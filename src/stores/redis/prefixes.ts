@@ -15,6 +15,8 @@ export function redisKeys(prefix: string) {
   return {
     doc: (collection: string) => `${prefix}{doc}:${collection}`,
     docChannel: `${prefix}{doc}-changes`,
+    /** where replicas acknowledge applying a change to the replica (its origin id) that wrote it */
+    docAcks: (origin: string) => `${prefix}{doc}-acks:${origin}`,
     /** the id of the data set the documents belong to, written with them: missing or changed = Redis lost (or replaced) them */
     docGeneration: `${prefix}{doc}-generation`,
     /** held (SET NX PX) by the one replica writing its mirror back into a Redis that lost the documents */

@@ -13,7 +13,7 @@ export interface Subscriber {
   on(event: 'ready', listener: () => void): unknown;
   on(event: 'error', listener: (err: Error) => void): unknown;
   connect(): Promise<void>;
-  subscribe(channel: string): Promise<unknown>;
+  subscribe(...channels: string[]): Promise<unknown>;
   disconnect(): void;
 }
 
@@ -57,9 +57,9 @@ class SlotSubscriber extends EventEmitter implements Subscriber {
     await this.open();
   }
 
-  async subscribe(channel: string): Promise<unknown> {
+  async subscribe(...channels: string[]): Promise<unknown> {
     if (!this.conn) throw new Error('the subscriber is not connected');
-    return this.conn.subscribe(channel);
+    return this.conn.subscribe(...channels);
   }
 
   disconnect(): void {
