@@ -179,9 +179,26 @@ export interface NodeReplies {
 /**
  * Sends `items` in one pipeline per master (perNode), each command queued by
  * `queue`. With `replicaWaitMs`, a batch whose master has a replica ends with
- * WAIT 1 and counts as failed when no replica confirms it in time.
+ * WAIT 1 and counts as failed when no replica confirms it in time. On a
+ * cluster a failed batch makes the client ask the cluster who serves which
+ * slot again: a pipeline sent to a master that died fails with "Connection is
+ * closed", which, unlike a single command's failure, does not make ioredis
+ * look for the replica promoted in its place, and the batch sent again would
+ * go to the dead master for ever.
  */
-export function pipelinePerNode<T>(
+export async function pipelinePerNode<T>(
+  client: RedisClient,
+  items: readonly T[],
+  keyOf: (item: T) => string,
+  queue: (pipeline: ChainableCommander, item: T) => void,
+  replicaWaitMs?: number,
+): Promise<NodeReplies[]> {
+  const answers = await sendPerNode(client, items, keyOf, queue, replicaWaitMs);
+  if (client instanceof Cluster && answers.some((a) => a.failure !== undefined)) client.refreshSlotsCache();
+  return answers;
+}
+
+function sendPerNode<T>(
   client: RedisClient,
   items: readonly T[],
   keyOf: (item: T) => string,
