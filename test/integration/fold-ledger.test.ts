@@ -77,39 +77,42 @@ describe('the fold ledger trued up from the reply cache usage', () => {
 
   async function post(path: string, headers: Record<string, string>, body: Json, requestId: string): Promise<Response> {
     const res = await fetch(`${gw.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': requestId, ...PROD, ...headers }, body: JSON.stringify(body) });
+    assert.equal(res.status, 200);
     assert.equal(res.headers.get('x-gw-skill-agent-trajectory-compaction'), 'applied');
     return res;
+  }
+
+  /** Sends a call the skill folds, reads its reply whole, and returns its row and the fold's ledger. */
+  async function folded(tag: string, path: string, headers: Record<string, string>, body: Json): Promise<{ row: Row; l: FoldLedger }> {
+    const requestId = id(tag);
+    await (await post(path, headers, body, requestId)).arrayBuffer();
+    const row = await durableRow<Row>(gw, devKey, requestId);
+    return { row, l: ledgerIn(row) };
+  }
+
+  /** The ledger is the estimate trued up from the bill the fake reported, and the row carries it. */
+  function assertTruedUp(row: Row, l: FoldLedger, bill: CacheBill, model: string): void {
+    assert.equal(l.trued_up, true);
+    assert.deepEqual(l.reply, bill);
+    assert.deepEqual(l, expected(l, bill, model));
+    assertRowCarries(row, l);
   }
   const chatHeaders = { authorization: `Bearer ${devKey}`, 'x-gw-provider-key': 'sk-upstream' };
 
   for (const stream of [false, true]) {
     it(`chat-completions${stream ? ', streamed' : ''}: the cache held the folded conversation, so only the folded tokens lose their discount`, async () => {
-      const model = 'gpt-4o-cache_5000_0';
-      const requestId = id('chat');
-      const body = { ...agentBody('chat_completions', { model }), ...(stream && { stream: true, stream_options: { include_usage: true } }) };
-      const res = await post('/v1/chat/completions', chatHeaders, body, requestId);
-      assert.equal(res.status, 200);
-      await res.arrayBuffer();
-      const row = await durableRow<Row>(gw, devKey, requestId);
-      const l = ledgerIn(row);
-      const bill = { input: PLAIN_TOKENS + 5000, read: 5000, written: 0 };
-      assert.equal(l.trued_up, true);
-      assert.deepEqual(l.reply, bill);
-      assert.deepEqual(l, expected(l, bill, 'gpt-4o'));
+      const body = { ...agentBody('chat_completions', { model: 'gpt-4o-cache_5000_0' }), ...(stream && { stream: true, stream_options: { include_usage: true } }) };
+      const { row, l } = await folded('chat', '/v1/chat/completions', chatHeaders, body);
+      assertTruedUp(row, l, { input: PLAIN_TOKENS + 5000, read: 5000, written: 0 }, 'gpt-4o');
       // the read reached past the fold point: without the fold it would have been the folded tokens longer
       assert.equal(l.cached_tokens_lost, l.tokens_saved);
       close(l.net_usd, (l.tokens_saved * lookupModel('gpt-4o')!.price.cached_input) / 1e6, 'net at the cached price');
       assert.ok(l.estimate!.net_usd < 0 && l.net_usd > 0, 'the estimate said the fold lost money; the reply says it saved');
-      assertRowCarries(row, l);
     });
   }
 
   it('chat-completions streamed without usage: the estimate stands, marked as such', async () => {
-    const requestId = id('chat-no-usage');
-    const res = await post('/v1/chat/completions', chatHeaders, { ...agentBody('chat_completions', { model: 'gpt-4o-cache_5000_0' }), stream: true }, requestId);
-    await res.arrayBuffer();
-    const row = await durableRow<Row>(gw, devKey, requestId);
-    const l = ledgerIn(row);
+    const { row, l } = await folded('chat-no-usage', '/v1/chat/completions', chatHeaders, { ...agentBody('chat_completions', { model: 'gpt-4o-cache_5000_0' }), stream: true });
     assert.equal(l.trued_up, false);
     assert.equal(l.estimate, undefined);
     const figures = row.request.skills[FOLD]?.detail;
@@ -120,40 +123,22 @@ describe('the fold ledger trued up from the reply cache usage', () => {
 
   for (const stream of [false, true]) {
     it(`messages${stream ? ', streamed' : ''}: the first fold writes the folded prefix anew at 1.25× input`, async () => {
-      const model = 'claude-sonnet-4-5-cache_0_5000';
-      const requestId = id('messages');
-      const body = { ...agentBody('messages', { model, marker: 'late' }), ...(stream && { stream: true }) };
-      const res = await post('/msgvendor/v1/messages', { 'x-api-key': devKey, 'x-gw-provider-key': 'sk-ant-upstream', 'anthropic-version': '2023-06-01' }, body, requestId);
-      assert.equal(res.status, 200);
-      await res.arrayBuffer();
-      const row = await durableRow<Row>(gw, devKey, requestId);
-      const l = ledgerIn(row);
-      const bill = { input: PLAIN_TOKENS + 5000, read: 0, written: 5000 };
-      assert.deepEqual(l.reply, bill);
-      assert.deepEqual(l, expected(l, bill, 'claude-sonnet-4-5'));
+      const body = { ...agentBody('messages', { model: 'claude-sonnet-4-5-cache_0_5000', marker: 'late' }), ...(stream && { stream: true }) };
+      const { row, l } = await folded('messages', '/msgvendor/v1/messages', { 'x-api-key': devKey, 'x-gw-provider-key': 'sk-ant-upstream', 'anthropic-version': '2023-06-01' }, body);
+      assertTruedUp(row, l, { input: PLAIN_TOKENS + 5000, read: 0, written: 5000 }, 'claude-sonnet-4-5');
       const p = lookupModel('claude-sonnet-4-5')!.price;
       assert.ok(l.cache_write_tokens_added! > 0);
       close(l.cache_loss_usd, (l.cached_tokens_lost * (p.input - p.cached_input) + l.cache_write_tokens_added! * (p.cache_write - p.input)) / 1e6, 'reads lost and writes added');
       assert.ok(l.net_usd < l.estimate!.net_usd, 'the write premium the estimate left out');
-      assertRowCarries(row, l);
     });
   }
 
   for (const stream of [false, true]) {
     it(`converse${stream ? ', streamed' : ''}: the cache held the folded prefix; the same tail is written either way`, async () => {
-      const modelId = `${BEDROCK_SONNET}-cache_5000_400`;
-      const requestId = id('converse');
-      const path = `/cloudy/model/${encodeURIComponent(modelId)}/${stream ? 'converse-stream' : 'converse'}`;
-      const res = await post(path, { authorization: `Bearer ${devKey}`, 'x-gw-provider-key': 'ABSKQmVkcm9ja0FQSUtleS1mYWtlLWtleQ==' }, agentBody('converse', { marker: 'late' }), requestId);
-      assert.equal(res.status, 200);
-      await res.arrayBuffer();
-      const row = await durableRow<Row>(gw, devKey, requestId);
-      const l = ledgerIn(row);
-      const bill = { input: PLAIN_TOKENS + 5400, read: 5000, written: 400 };
-      assert.deepEqual(l.reply, bill);
-      assert.deepEqual(l, expected(l, bill, BEDROCK_SONNET));
+      const path = `/cloudy/model/${encodeURIComponent(`${BEDROCK_SONNET}-cache_5000_400`)}/${stream ? 'converse-stream' : 'converse'}`;
+      const { row, l } = await folded('converse', path, { authorization: `Bearer ${devKey}`, 'x-gw-provider-key': 'ABSKQmVkcm9ja0FQSUtleS1mYWtlLWtleQ==' }, agentBody('converse', { marker: 'late' }));
+      assertTruedUp(row, l, { input: PLAIN_TOKENS + 5400, read: 5000, written: 400 }, BEDROCK_SONNET);
       assert.equal(l.model, BEDROCK_SONNET);
-      assertRowCarries(row, l);
     });
   }
 
@@ -162,7 +147,6 @@ describe('the fold ledger trued up from the reply cache usage', () => {
       const requestId = id('execute');
       const body = { ...agentBody('execute', { model: 'gpt-4o-cache_5000_0' }), ...(stream && { execution: { stream: true } }) };
       const res = await post('/v1/execute', chatHeaders, body, requestId);
-      assert.equal(res.status, 200);
       const text = await res.text();
       const execution = stream ? (JSON.parse(/event: execution\.completed\ndata: (.*)\n/.exec(text)![1]!) as Json) : (JSON.parse(text) as Json);
       const skills = (execution['trace'] as Json)['skills'] as Json[];
