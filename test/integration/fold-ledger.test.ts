@@ -10,7 +10,7 @@ import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
 import { agentBody } from '../helpers/agent-conversation.js';
 import { startTestGateway, tenants, type TestGateway } from '../helpers/gateway.js';
-import { durableRow } from '../helpers/skill-surfaces.js';
+import { durableRow, metricValue } from '../helpers/skill-surfaces.js';
 
 /**
  * agent_trajectory_compaction's dollar ledger trued up from the reply's cache
@@ -25,6 +25,8 @@ type Json = Record<string, unknown>;
 const FOLD = 'agent_trajectory_compaction';
 const PROD = { 'x-gw-skills': `${FOLD}=prod` };
 const BEDROCK_SONNET = 'anthropic.claude-sonnet-4-5-20250929-v1:0';
+const SAVED_TRUED_UP = 'gw_skill_fold_ledger_usd_total{sign="saved",basis="trued_up"}';
+const LOST_ESTIMATE = 'gw_skill_fold_ledger_usd_total{sign="lost",basis="estimate"}';
 
 interface Row {
   request: RequestRow;
@@ -46,7 +48,7 @@ function expected(l: FoldLedger, bill: CacheBill, model: string): FoldLedger {
   return trueUpLedger({ ...rest, ...estimate, trued_up: false }, bill, 'folded', entry.id, entry.price);
 }
 
-const close = (a: number, b: number, what: string) => assert.ok(Math.abs(a - b) < 1e-12, `${what}: ${a} ≠ ${b}`);
+const close = (a: number, b: number, what: string) => assert.ok(Math.abs(a - b) < 1e-9, `${what}: ${a} ≠ ${b}`);
 
 /** The row's figures agree with the full ledger; the estimate is kept beside it. */
 function assertRowCarries(row: Row, l: FoldLedger): void {
@@ -102,7 +104,9 @@ describe('the fold ledger trued up from the reply cache usage', () => {
   for (const stream of [false, true]) {
     it(`chat-completions${stream ? ', streamed' : ''}: the cache held the folded conversation, so only the folded tokens lose their discount`, async () => {
       const body = { ...agentBody('chat_completions', { model: 'gpt-4o-cache_5000_0' }), ...(stream && { stream: true, stream_options: { include_usage: true } }) };
+      const saved = await metricValue(gw, SAVED_TRUED_UP);
       const { row, l } = await folded('chat', '/v1/chat/completions', chatHeaders, body);
+      close(await metricValue(gw, SAVED_TRUED_UP), saved + l.net_usd, 'the metric counts the trued-up net');
       assertTruedUp(row, l, { input: PLAIN_TOKENS + 5000, read: 5000, written: 0 }, 'gpt-4o');
       // the read reached past the fold point: without the fold it would have been the folded tokens longer
       assert.equal(l.cached_tokens_lost, l.tokens_saved);
@@ -112,7 +116,10 @@ describe('the fold ledger trued up from the reply cache usage', () => {
   }
 
   it('chat-completions streamed without usage: the estimate stands, marked as such', async () => {
+    const lost = await metricValue(gw, LOST_ESTIMATE);
     const { row, l } = await folded('chat-no-usage', '/v1/chat/completions', chatHeaders, { ...agentBody('chat_completions', { model: 'gpt-4o-cache_5000_0' }), stream: true });
+    assert.ok(l.net_usd < 0);
+    close(await metricValue(gw, LOST_ESTIMATE), lost - l.net_usd, 'the metric counts the estimate, under lost');
     assert.equal(l.trued_up, false);
     assert.equal(l.estimate, undefined);
     const figures = row.request.skills[FOLD]?.detail;
