@@ -122,7 +122,7 @@ const clamp = (n: number, lo: number, hi: number): number => Math.min(hi, Math.m
  * Writes happen only where the reply reports them (marked caches): the
  * unfolded request reads or writes S more tokens of prefix in all.
  */
-export function unfoldedFrom(folded: CacheBill, l: FoldLedger): CacheBill {
+function unfoldedFrom(folded: CacheBill, l: FoldLedger): CacheBill {
   const s = l.tokens_saved;
   const input = folded.input + s;
   if (l.cached_prefix_tokens <= l.fold_point_tokens) return { input, read: folded.read, written: folded.written };
@@ -140,7 +140,7 @@ export function unfoldedFrom(folded: CacheBill, l: FoldLedger): CacheBill {
  * never cached), and it writes the rest of what the unfolded one read or
  * wrote, S tokens shorter.
  */
-export function foldedFrom(unfolded: CacheBill, l: FoldLedger): CacheBill {
+function foldedFrom(unfolded: CacheBill, l: FoldLedger): CacheBill {
   const input = Math.max(0, unfolded.input - l.tokens_saved);
   if (l.cached_prefix_tokens <= l.fold_point_tokens) return { input, read: unfolded.read, written: unfolded.written };
   const read = Math.min(unfolded.read, l.fold_point_tokens, input);
