@@ -17,7 +17,8 @@ export interface RowSkill {
    * `tokens_saved`, `usd_saved` (numbers); `kinds` (pii_redaction: kind → count);
    * `decision` (a shadow stage's would-be outcome, e.g. `hit`); `false_hit`
    * (semantic_cache in shadow: the live reply differed from the stored one);
-   * `ledger_usd` (agent_trajectory_compaction: one fold's net dollars).
+   * `ledger_usd` (agent_trajectory_compaction: one fold's net dollars, trued
+   * up from the reply's cache usage when `ledger_trued_up`).
    */
   detail?: Readonly<Record<string, unknown>>;
 }

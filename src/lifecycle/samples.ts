@@ -56,9 +56,10 @@ export interface ArmTotals {
   tk?: number;
   usn?: number;
   us?: number;
-  /** fold moves reporting a net dollar ledger, and its sum */
+  /** fold moves reporting a net dollar ledger, and its sum; of them, those trued up from the reply's cache usage */
   fold?: number;
   led?: number;
+  ltu?: number;
   kinds?: Record<string, number>;
 }
 
@@ -203,6 +204,7 @@ function addReport(t: ArmTotals, arm: 'treatment' | 'shadow', outcome: string, d
   if (typeof ledger === 'number') {
     bump(t, 'fold');
     bump(t, 'led', ledger);
+    if (detail['ledger_trued_up'] === true) bump(t, 'ltu');
   }
   if (arm !== 'treatment') return;
   const tokens = detail['tokens_saved'];

@@ -220,7 +220,7 @@ export function computeScorecard(input: ScorecardInput) {
       tool_call_fidelity: rateOf('fk', 'fc'),
       client_friction_rate: rateOf('fr', 'n'),
     },
-    skill_specific_metrics: skillReports(input.skill, t.totals, sh.totals, { folds, net_usd: round4(ledger) }),
+    skill_specific_metrics: skillReports(input.skill, t.totals, sh.totals, { folds, trued_up: of(t.totals, 'ltu') + of(sh.totals, 'ltu'), net_usd: round4(ledger) }),
     // beside the status, never changing it: is a difference more than noise, is the split the configured one
     confidence_intervals: {
       upstream_error_rate: wilsonOf('err', 'n'),
@@ -243,7 +243,7 @@ export type Scorecard = ReturnType<typeof computeScorecard>;
  * compaction), where they did: acting figures from treatment, shadow
  * decisions and false-hit checks from treatment and shadow.
  */
-function skillReports(skill: string, treatment: ArmTotals, shadow: ArmTotals, foldLedger: { folds: number; net_usd: number }) {
+function skillReports(skill: string, treatment: ArmTotals, shadow: ArmTotals, foldLedger: { folds: number; trued_up: number; net_usd: number }) {
   const both = (name: Parameters<typeof of>[1]) => of(treatment, name) + of(shadow, name);
   const t = (name: Parameters<typeof of>[1]) => of(treatment, name);
   const kinds = treatment.kinds ?? {};

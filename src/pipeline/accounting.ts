@@ -4,6 +4,7 @@ import { costAtPrice, costUsd, pricedModel } from '../providers/catalog.js';
 import type { ProviderId } from '../providers/types.js';
 import { countedUsage } from '../providers/usage/streamed-text.js';
 import { toolCallFidelity } from '../lifecycle/tool-fidelity.js';
+import { trueUpFolds } from '../skills/trajectory/true-up.js';
 import { bodyDigest } from '../telemetry/retry.js';
 import type { RowSink } from '../telemetry/row-sink.js';
 import type { FinishedRequest, SkillOutcome } from '../telemetry/row.js';
@@ -68,6 +69,17 @@ const skillOutcomes = (skills: readonly SkillRecord[]): SkillOutcome[] =>
   });
 
 /**
+ * The skill reports as the row keeps them: a fold's ledger trued up from the
+ * vendor's usage when the call went upstream as the skills left it (not
+ * answered from the cache, not relayed directly).
+ */
+function settledSkills(rec: CallRecord): CallRecord['skills'] {
+  const { skills, outcome } = rec;
+  if (skills === undefined || rec.fromCache || rec.failOpenReason !== undefined) return skills;
+  return trueUpFolds(skills, { usage: outcome.usage, model: rec.model, provider: rec.provider });
+}
+
+/**
  * Hands a finished call to telemetry as its row. Returns the cost caps settle
  * on. A stream that ended without reporting usage is charged for the tokens
  * the gateway counted (its reply text, its request body) and its row says the
@@ -83,7 +95,7 @@ export function account(rows: RowSink, rec: CallRecord): number | undefined {
   const cost = rec.destination ? costAtPrice(rec.destination.price, usage) : costUsd(pricedModel(rec.model, usage), usage, rec.provider);
   const billedUnseen = outcome.dispatched && usage === undefined && ((status >= 200 && status < 300) || status === 499);
   rows.finished(
-    finishedRequest(rec, {
+    finishedRequest(rec, settledSkills(rec), {
       provider: rec.provider,
       status,
       usage,
@@ -116,7 +128,7 @@ export function accountRefusal(rows: RowSink, rec: RefusalRecord): void {
   const { error } = rec;
   const reserved = rec.reservedUsd ?? (error.type === 'budget_exhausted' ? 0 : undefined);
   rows.finished(
-    finishedRequest(rec, {
+    finishedRequest(rec, rec.skills, {
       provider: rec.provider ?? 'none',
       status: error.status,
       usage: undefined,
@@ -152,7 +164,7 @@ type OutcomeColumns = Omit<FinishedRequest, 'requestId' | 'headers' | 'bodyHash'
  * the request's columns into the outcome's made V8 add each property on a
  * slow path, about 15 µs of CPU per request.
  */
-function finishedRequest(rec: RequestRecord, o: OutcomeColumns): FinishedRequest {
+function finishedRequest(rec: RequestRecord, skills: RequestRecord['skills'], o: OutcomeColumns): FinishedRequest {
   return {
     requestId: rec.requestId,
     headers: rec.req.headers,
@@ -167,7 +179,7 @@ function finishedRequest(rec: RequestRecord, o: OutcomeColumns): FinishedRequest
     failOpenReason: rec.failOpenReason,
     stages: rec.req.stages.header(),
     credentialSource: rec.credentialSource,
-    skills: skillOutcomes(rec.skills ?? []),
+    skills: skillOutcomes(skills ?? []),
     lines: rec.req.logLines,
     provider: o.provider,
     status: o.status,

@@ -13,6 +13,8 @@ export interface Usage {
   cached_tokens: number;
   /** prompt tokens written to the vendor's prompt cache (billed at the catalog's cache-write price) */
   cache_write_tokens?: number;
+  /** the reply did not say how much of the prompt came from the cache (an OpenAI-compatible server without `prompt_tokens_details`): `cached_tokens` is 0 for want of a figure */
+  cache_unreported?: true;
   /** the model the reply says served it, where the format carries one (an Azure deployment's real model) */
   model?: string;
 }

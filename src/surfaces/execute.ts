@@ -8,6 +8,7 @@ import type { Operation } from '../providers/adapter.js';
 import { lookupModel } from '../providers/catalog.js';
 import type { Providers } from '../providers/index.js';
 import type { ProviderId } from '../providers/types.js';
+import { trueUpFolds } from '../skills/trajectory/true-up.js';
 import { effectiveModes, parseSkillOverrides, refuseLocked, storedModes, type SkillOverrides } from '../skills/overrides.js';
 import { PER_KEY_SKILLS, type KeySkills, type SkillId, type StoredMode } from '../tenancy/skills.js';
 import { chatBodyOf, envelopeField, executionReply, type ExecutionContext } from '../translate/execute.js';
@@ -94,11 +95,12 @@ function candidate(call: ExecuteCall, model: string, attempt: number): Candidate
     created,
     model,
     provider,
-    trace: () => ({
+    trace: (usage) => ({
       served_by: facts.servedBy,
       stages: req.stages.durations(),
       route: (attempt === 0 && routedBy(facts.skills.list)) || asked,
-      skills: traceSkills(modes, facts.skills.list),
+      // a fold's ledger as accounting trues it up, once the reply's usage is known
+      skills: traceSkills(modes, trueUpFolds(facts.skills.list, { usage, model, provider })),
     }),
   };
   const chat = chatBodyOf(body, model);

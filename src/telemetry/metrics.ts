@@ -65,6 +65,12 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
     skillTokensSaved: new HotCounter('gw_skill_tokens_saved_total', 'Tokens not spent thanks to skills that acted (input removed; for a cache hit, the stored call\'s input and output), by skill', ['skill'], registry),
     skillRedactions: new HotCounter('gw_skill_redactions_total', 'Values pii_redaction replaced with placeholders (acting), by kind', ['kind'], registry),
     skillRouted: new HotCounter('gw_skill_routed_total', 'Calls model_routing sent to a model other than the one named (or chose one for), by routed model', ['model'], registry),
+    foldLedgerUsd: new HotCounter(
+      'gw_skill_fold_ledger_usd_total',
+      "Net dollars of agent_trajectory_compaction's folds (acting and shadow), by sign (saved: net ≥ 0, lost: net < 0) and basis (trued_up from the reply's cache usage, or estimate)",
+      ['sign', 'basis'],
+      registry,
+    ),
     telemetryRowsAppended: new Counter({ name: 'gw_telemetry_rows_appended_total', help: 'Request rows appended to the Redis telemetry streams', registers: [registry] }),
     telemetryRowsDropped: new Counter({
       name: 'gw_telemetry_rows_dropped_total',
@@ -265,6 +271,12 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
       const pii = row.skills['pii_redaction'];
       if (pii?.outcome === 'applied') for (const [kind, n] of Object.entries(pii.detail?.kinds ?? {})) m.skillRedactions.inc([kind], n);
       if (row.skills['model_routing']?.outcome === 'applied') m.skillRouted.inc([model]);
+      const fold = row.skills['agent_trajectory_compaction']?.detail;
+      if (fold?.ledger_usd !== undefined) {
+        const basis = fold.ledger_trued_up === true ? 'trued_up' : 'estimate';
+        if (fold.ledger_usd < 0) m.foldLedgerUsd.inc(['lost', basis], -fold.ledger_usd);
+        else m.foldLedgerUsd.inc(['saved', basis], fold.ledger_usd);
+      }
     },
     setRowsBufferedSource(fn: () => number) {
       rowsBuffered = fn;

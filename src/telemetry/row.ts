@@ -70,8 +70,11 @@ export interface FinishedRequest {
 export type SkillFigures = {
   tokens_saved?: number;
   usd_saved?: number;
-  /** one fold's net dollars (agent_trajectory_compaction) */
+  /** one fold's net dollars (agent_trajectory_compaction): trued up from the reply's cache usage when `ledger_trued_up`, else the estimate */
   ledger_usd?: number;
+  /** the same fold's net dollars as estimated before the call */
+  estimated_ledger_usd?: number;
+  ledger_trued_up?: boolean;
   /** a shadow cache lookup's stored reply differed from the live one */
   false_hit?: boolean;
   /** a shadow stage's would-be outcome */
@@ -213,7 +216,7 @@ export function parseStages(header: string): StageTiming[] {
   });
 }
 
-const FIGURE_NUMBERS = ['tokens_saved', 'usd_saved', 'ledger_usd'] as const;
+const FIGURE_NUMBERS = ['tokens_saved', 'usd_saved', 'ledger_usd', 'estimated_ledger_usd'] as const;
 
 /** a report's detail, which accounting hands over as JSON text */
 function detailOf(detail: string | undefined): unknown {
@@ -233,6 +236,7 @@ function figuresOf(s: SkillOutcome): SkillFigures | undefined {
     const detail = d as Record<string, unknown>;
     for (const name of FIGURE_NUMBERS) if (typeof detail[name] === 'number') out[name] = detail[name];
     if (typeof detail['false_hit'] === 'boolean') out.false_hit = detail['false_hit'];
+    if (typeof detail['ledger_trued_up'] === 'boolean') out.ledger_trued_up = detail['ledger_trued_up'];
     if (typeof detail['decision'] === 'string') out.decision = detail['decision'];
     const kinds = detail['kinds'];
     if (typeof kinds === 'object' && kinds !== null) out.kinds = Object.fromEntries(Object.entries(kinds).filter((e): e is [string, number] => typeof e[1] === 'number'));

@@ -22,8 +22,8 @@ export interface ExecutionContext {
   /** the model that served the call (the one asked for, or a fallback) */
   model: string;
   provider: ProviderId;
-  /** `trace` as it stands when the reply is written */
-  trace(): Record<string, unknown>;
+  /** `trace` as it stands when the reply is written, with the reply's usage where it is known then */
+  trace(usage: Usage | undefined): Record<string, unknown>;
 }
 
 /** A chat-completions body for one candidate model. */
@@ -106,7 +106,7 @@ function executionObject(ctx: ExecutionContext, out: Output): Json {
       tokens_cached: u?.cached_tokens ?? 0,
       cost_usd: costUsd(pricedModel(ctx.model, u), u, ctx.provider),
     },
-    trace: ctx.trace(),
+    trace: ctx.trace(u),
   };
 }
 
@@ -280,7 +280,7 @@ function freshened(ctx: ExecutionContext, e: Json): Json {
   const out: Json = { ...e, id: ctx.id };
   if ('created' in e) out['created'] = ctx.created;
   if ('usage' in e) out['usage'] = NO_USAGE;
-  if ('trace' in e) out['trace'] = ctx.trace();
+  if ('trace' in e) out['trace'] = ctx.trace(undefined);
   return out;
 }
 

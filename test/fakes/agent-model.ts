@@ -16,6 +16,9 @@ import { sendJson, startFakeVendor, type FakeVendor } from './server.js';
  *   through (in a longer history it gets lost); else `ANSWER: unknown`
  * - `agent-error`: 500 when its context was folded
  * anything else: a plain completion.
+ * Usage counts the prompt as about one token per 4 characters of its
+ * messages, none read from the prompt cache: a fold's ledger is trued up
+ * against a prompt of the conversation's size.
  */
 
 /** tool results the `agent-answer` model can look through before it gets lost */
@@ -42,25 +45,33 @@ const readAgain = (model: string) => ({
   ],
 });
 
+/** the reply with usage for a prompt of `messages` */
+function promptUsage<R extends { usage: { completion_tokens: number } }>(reply: R, messages: Message[]): R {
+  const prompt = Math.ceil(JSON.stringify(messages).length / 4);
+  const completionTokens = reply.usage.completion_tokens;
+  return { ...reply, usage: { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens, prompt_tokens_details: { cached_tokens: 0 } } };
+}
+
 export function startAgentModel(): Promise<FakeVendor> {
   return startFakeVendor((req, res) => {
     const body = JSON.parse(req.body.toString('utf8')) as { model: string; messages: Message[]; tools?: DeclaredTool[] };
     const { model, messages } = body;
     const folded = messages.some((m) => text(m).includes(FOLD_MARK));
+    const answer = (reply: { usage: { completion_tokens: number } }) => sendJson(res, 200, promptUsage(reply, messages));
     switch (model) {
       case 'agent-tools':
-        return sendJson(res, 200, body.tools?.[0] ? toolCallCompletion(model, body.tools[0], !folded) : completion(model));
+        return answer(body.tools?.[0] ? toolCallCompletion(model, body.tools[0], !folded) : completion(model));
       case 'agent-loop':
-        return sendJson(res, 200, folded ? readAgain(model) : completion(model, 'Done: the budget is computed in src/retry.ts.'));
+        return answer(folded ? readAgain(model) : completion(model, 'Done: the budget is computed in src/retry.ts.'));
       case 'agent-answer': {
         const results = messages.filter((m) => m.role === 'tool');
         const secret = results.length <= MAX_RESULTS ? /SECRET=(\w+)/.exec(messages.map(text).join('\n'))?.[1] : undefined;
-        return sendJson(res, 200, completion(model, `ANSWER: ${secret ?? 'unknown'}`));
+        return answer(completion(model, `ANSWER: ${secret ?? 'unknown'}`));
       }
       case 'agent-error':
-        return folded ? sendJson(res, 500, { error: { message: 'the model failed', type: 'server_error', param: null, code: null } }) : sendJson(res, 200, completion(model));
+        return folded ? sendJson(res, 500, { error: { message: 'the model failed', type: 'server_error', param: null, code: null } }) : answer(completion(model));
       default:
-        return sendJson(res, 200, completion(model));
+        return answer(completion(model));
     }
   });
 }

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { cacheScriptOf } from './cache-script.js';
 import { scriptOf } from './scripted-stream.js';
 import { sendJson, sleep, startFakeVendor, type FakeVendor } from './server.js';
 
@@ -16,6 +17,7 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor } from './server.js';
  * - a catalog name ending in `-error_<status>` or `-<script>` behaves like the bare script (a call routed here by translation)
  * - a name ending in `-malformed`: 200 with a JSON body whose content holds a null block
  * - a name ending in `-tool_use`: the reply calls the tool `get_weather` (stop_reason `tool_use`)
+ * - a name ending in `-cache_<read>_<written>`: usage with those cache reads and writes (./cache-script.ts)
  * anything else answers normally (streaming when `stream: true` or on `:streamRawPredict`),
  * with a thinking block (and its signature) when the request asks for thinking.
  */
@@ -66,7 +68,12 @@ export const SIGNATURE = 'EqQBCkYIBxgCKkBfakeSignatureOfTheThinkingBlock==';
 export const THINKING = 'Let me think about this.';
 export const TEXT = 'Hello from the fake.';
 
-const usage = { input_tokens: 21, cache_creation_input_tokens: 0, cache_read_input_tokens: 4, output_tokens: 9 };
+/** Messages usage: `input_tokens` counts only the prompt after the last cache breakpoint, apart from cache reads and writes */
+function usageOf(model: string) {
+  const script = cacheScriptOf(model);
+  if (!script) return { input_tokens: 21, cache_creation_input_tokens: 0, cache_read_input_tokens: 4, output_tokens: 9 };
+  return { input_tokens: script.plain, cache_creation_input_tokens: script.written, cache_read_input_tokens: script.read, output_tokens: 9 };
+}
 
 export function message(model: string, thinking: boolean) {
   return {
@@ -77,7 +84,7 @@ export function message(model: string, thinking: boolean) {
     content: [...(thinking ? [{ type: 'thinking', thinking: THINKING, signature: SIGNATURE }] : []), { type: 'text', text: TEXT }],
     stop_reason: 'end_turn',
     stop_sequence: null,
-    usage,
+    usage: usageOf(model),
   };
 }
 
@@ -85,7 +92,7 @@ async function stream(res: ServerResponse, model: string, thinking: boolean): Pr
   const script = scriptOf(model);
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'request-id': 'req_fake_stream' });
   const send = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
-  send('message_start', { message: { ...message(model, false), content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } });
+  send('message_start', { message: { ...message(model, false), content: [], stop_reason: null, usage: { ...usageOf(model), output_tokens: 1 } } });
   if (script === 'stall_stream') return;
   let index = 0;
   if (thinking) {
@@ -125,7 +132,7 @@ function toolUseStream(res: ServerResponse, model: string): void {
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8' });
   const send = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
   const input = JSON.stringify(TOOL_USE.input);
-  send('message_start', { message: { ...message(model, false), content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } });
+  send('message_start', { message: { ...message(model, false), content: [], stop_reason: null, usage: { ...usageOf(model), output_tokens: 1 } } });
   send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
   send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Checking.' } });
   send('content_block_stop', { index: 0 });

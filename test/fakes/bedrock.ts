@@ -4,6 +4,7 @@ import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import { cacheScriptOf } from './cache-script.js';
 import { scriptOf, writeScriptedStream } from './scripted-stream.js';
 import { sendJson, sleep, startFakeVendor, type FakeVendor, type Recorded } from './server.js';
 
@@ -43,6 +44,7 @@ export function sendAwsError(res: ServerResponse, status: number, message: strin
  * - `break_stream`: streams two frames, then drops the connection
  * - a catalog id ending in `-error_<status>` or `-<script>` behaves like the bare script (a call routed here by translation)
  * - an id ending in `-tool_use`: the reply calls `get_weather` (stopReason `tool_use`)
+ * - an id ending in `-cache_<read>_<written>`: usage with those cache reads and writes (./cache-script.ts)
  */
 export async function startFakeBedrock(credentials: Record<string, string> = {}): Promise<FakeBedrock> {
   const signatures: SignatureCheck[] = [];
@@ -67,9 +69,9 @@ export async function startFakeBedrock(credentials: Record<string, string> = {})
       return void res.end('{"output":{"message":{"role":"assis');
     }
     const tool = modelId.endsWith('-tool_use');
-    if (m[2] === 'converse') return sendJson(res, 200, tool ? converseToolReply() : converseReply(), { 'x-amzn-requestid': 'fake-req-1' });
+    if (m[2] === 'converse') return sendJson(res, 200, tool ? converseToolReply() : converseReply(modelId), { 'x-amzn-requestid': 'fake-req-1' });
     if (tool) return writeScriptedStream(res, modelId, { 'content-type': 'application/vnd.amazon.eventstream' }, converseToolFrames(), splitFrames(res));
-    return writeScriptedStream(res, modelId, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': 'fake-req-2' }, converseStreamFrames(), splitFrames(res));
+    return writeScriptedStream(res, modelId, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': 'fake-req-2' }, converseStreamFrames(modelId), splitFrames(res));
   });
   return { ...fake, signatures };
 }
@@ -104,7 +106,15 @@ async function verifySigV4(req: Recorded, credentials: Record<string, string>): 
   return { ...check, valid: resigned.headers['authorization'] === auth };
 }
 
-export function converseReply() {
+/** Converse usage: `inputTokens` is the prompt apart from cache reads and writes */
+function usageOf(modelId: string, fallback: Record<string, number>) {
+  const script = cacheScriptOf(modelId);
+  if (!script) return fallback;
+  const { plain, read, written } = script;
+  return { inputTokens: plain, outputTokens: fallback['outputTokens'], totalTokens: plain + read + written + (fallback['outputTokens'] ?? 0), cacheReadInputTokens: read, cacheWriteInputTokens: written };
+}
+
+export function converseReply(modelId = '') {
   return {
     output: {
       message: {
@@ -113,7 +123,7 @@ export function converseReply() {
       },
     },
     stopReason: 'end_turn',
-    usage: { inputTokens: 12, outputTokens: 5, totalTokens: 17, cacheReadInputTokens: 2, cacheWriteInputTokens: 0 },
+    usage: usageOf(modelId, { inputTokens: 12, outputTokens: 5, totalTokens: 17, cacheReadInputTokens: 2, cacheWriteInputTokens: 0 }),
     metrics: { latencyMs: 42 },
   };
 }
@@ -131,7 +141,7 @@ export function eventFrame(eventType: string, payload: Record<string, unknown>):
 }
 
 /** The frames of a streamed reply, exactly as the fake writes them. */
-export function converseStreamFrames(): Uint8Array[] {
+export function converseStreamFrames(modelId = ''): Uint8Array[] {
   return [
     eventFrame('messageStart', { role: 'assistant' }),
     eventFrame('contentBlockDelta', { contentBlockIndex: 0, delta: { reasoningContent: { text: 'Weighing a greeting.' } } }),
@@ -141,7 +151,7 @@ export function converseStreamFrames(): Uint8Array[] {
     eventFrame('contentBlockDelta', { contentBlockIndex: 1, delta: { text: ' from the fake.' } }),
     eventFrame('contentBlockStop', { contentBlockIndex: 1 }),
     eventFrame('messageStop', { stopReason: 'end_turn' }),
-    eventFrame('metadata', { usage: { inputTokens: 12, outputTokens: 6, totalTokens: 18, cacheReadInputTokens: 3 }, metrics: { latencyMs: 40 } }),
+    eventFrame('metadata', { usage: usageOf(modelId, { inputTokens: 12, outputTokens: 6, totalTokens: 18, cacheReadInputTokens: 3 }), metrics: { latencyMs: 40 } }),
   ];
 }
 

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { cacheScriptOf } from './cache-script.js';
 import { sendJson, sleep, startFakeVendor, type FakeVendor, type Recorded } from './server.js';
 
 /**
@@ -21,6 +22,8 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor, type Recorded } from
  *   each required property a value of its declared type
  * - `…bad_tools`: a tool call of the first declared tool whose arguments give
  *   each required property a value of the wrong type (violating the schema)
+ * - `…-cache_<read>_<written>`: usage with that many cached prompt tokens
+ *   (./cache-script.ts; OpenAI reports no writes, it bills them as input)
  * anything else answers normally (streaming when `stream: true`).
  */
 export interface FakeOpenAI extends FakeVendor {
@@ -93,6 +96,14 @@ async function largeStream(res: ServerResponse, model: string, chunks: number): 
   res.end('data: [DONE]\n\n');
 }
 
+/** chat-completions usage: the prompt includes its cached tokens, as OpenAI counts them */
+function usageOf(model: string, prompt: number, cached: number, completion: number) {
+  const script = cacheScriptOf(model);
+  const promptTokens = script ? script.plain + script.read + script.written : prompt;
+  const cachedTokens = script ? script.read : cached;
+  return { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion, prompt_tokens_details: { cached_tokens: cachedTokens } };
+}
+
 export function completion(model: string, content = 'Hello from the fake.') {
   return {
     id: 'chatcmpl-fake123',
@@ -100,7 +111,7 @@ export function completion(model: string, content = 'Hello from the fake.') {
     created: 1_700_000_000,
     model,
     choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: 'stop' }],
-    usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17, prompt_tokens_details: { cached_tokens: 2 } },
+    usage: usageOf(model, 12, 2, 5),
     system_fingerprint: 'fp_fake',
   };
 }
@@ -157,7 +168,7 @@ async function stream(_req: Recorded, res: ServerResponse, model: string, includ
   for (const word of [' from', ' the', ' fake.']) res.write(chunk(model, { content: word }));
   res.write(chunk(model, {}, 'stop'));
   if (includeUsage) {
-    res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake123', object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage: { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 } })}\n\n`);
+    res.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake123', object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage: usageOf(model, 12, 0, 4) })}\n\n`);
   }
   res.end('data: [DONE]\n\n');
 }

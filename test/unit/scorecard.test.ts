@@ -160,11 +160,11 @@ describe('scorecard status', () => {
 
   it('tripwire fold_ledger: negative net dollars over 5 or more folds', () => {
     const FOLD = 'agent_trajectory_compaction';
-    const rows = many(25, FOLD, (i) => ({ arm: 'treatment', ...(i < 5 && { detail: { ledger_usd: i === 0 ? 0.01 : -0.004 } }) }));
+    const rows = many(25, FOLD, (i) => ({ arm: 'treatment', ...(i < 5 && { detail: { ledger_usd: i === 0 ? 0.01 : -0.004, ledger_trued_up: i < 2 } }) }));
     const c = card(rows, { skill: FOLD, armed: true });
     assert.equal(c.status, 'CIRCUIT_BREAKER_TRIGGERED');
     assert.deepEqual(c.breakers, ['fold_ledger']);
-    assert.deepEqual(c.skill_specific_metrics.fold_ledger, { folds: 5, net_usd: -0.006 });
+    assert.deepEqual(c.skill_specific_metrics.fold_ledger, { folds: 5, trued_up: 2, net_usd: -0.006 });
     const four = card(rows.filter((_, i) => i !== 0 && i !== 1), { skill: FOLD, armed: true });
     assert.equal(four.skill_specific_metrics.fold_ledger?.folds, 3);
     assert.equal(four.status, 'HEALTHY', 'fewer than 5 folds never trip, negative or not');

@@ -8,10 +8,12 @@ function openaiUsage(u: unknown): Usage | undefined {
   if (typeof u !== 'object' || u === null) return undefined;
   const r = u as Record<string, unknown>;
   const details = (r['prompt_tokens_details'] ?? r['input_tokens_details']) as Record<string, unknown> | undefined;
+  const cached = details?.['cached_tokens'];
   return {
     input_tokens: num(r['prompt_tokens'] ?? r['input_tokens']),
     output_tokens: num(r['completion_tokens'] ?? r['output_tokens']),
-    cached_tokens: num(details?.['cached_tokens']),
+    cached_tokens: num(cached),
+    ...(typeof cached !== 'number' && { cache_unreported: true as const }),
   };
 }
 

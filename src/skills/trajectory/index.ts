@@ -3,7 +3,7 @@ import type { Deadline, StageInput, StageResult } from '../stage.js';
 import { textTokens } from '../tokens.js';
 import { stageView } from '../views/index.js';
 import { isObj, type TextPart } from '../views/view.js';
-import { foldLedger, type PrefixTokens } from './ledger.js';
+import { foldLedger, ledgerFigures, type PrefixTokens } from './ledger.js';
 import { SummaryLines } from './summary.js';
 
 /**
@@ -14,7 +14,8 @@ import { SummaryLines } from './summary.js';
  * the prompt (o200k tokens of its text). The fold range never splits a tool
  * call from its result (the view refuses such a fold; a shorter range is
  * tried) and never takes in system instructions. Each fold's dollar ledger
- * (./ledger.ts) is in the detail; `ledger_usd` is its net.
+ * (./ledger.ts) is in the detail, an estimate that accounting trues up from
+ * the reply's cache usage (./true-up.ts); `ledger_usd` is its net.
  */
 
 export const FOLD_DEFAULTS: Required<FoldParams> = { min_fold_tokens: 2000, keep_recent_turns: 4, max_fold_ratio: 0.5 };
@@ -87,7 +88,7 @@ export function evaluateTrajectoryCompaction(input: StageInput, deadline: Deadli
     const ledger = foldLedger(namedModel(input), tokensSaved, prefix);
     const folded = { folded_turns: end - start, tool_calls_folded: lines.parts.slice(0, count).filter((x) => x.kind === 'tool_call').length };
     const body = view.serialize();
-    const money = ledger === undefined ? { ledger: { tokens_saved: tokensSaved, priced: false } } : { usd_saved: ledger.usd_saved, ledger_usd: ledger.net_usd, ledger };
+    const money = ledger === undefined ? { ledger: { tokens_saved: tokensSaved, priced: false } } : ledgerFigures(ledger);
     return { outcome: 'applied', detail: { ...detail, ...folded, tokens_saved: tokensSaved, bytes_saved: input.body.byteLength - body.byteLength, ...money }, change: { body } };
   }
   return skipped(`no fold saves between ${p.min_fold_tokens} tokens and ${p.max_fold_ratio} of the prompt`, detail);
