@@ -1,6 +1,6 @@
 /**
- * The caller's prompt text in a parsed request body, per vendor shape: system
- * (and developer) instructions and user turns. Assistant turns, tool calls and
+ * The caller's prompt text in a request body (parsed, or walked in place),
+ * per vendor shape: system (and developer) instructions and user turns. Assistant turns, tool calls and
  * tool results are the model's and the tools' words, not the caller's, and are
  * left out; so are images, documents and other non-text parts. A malformed
  * body yields what text it has (the surface's own validation judges the rest).
@@ -58,6 +58,16 @@ interface ShapeReading {
   before?(body: Obj, out: string[]): void;
 }
 
+/** Anthropic's and Bedrock's shape: the `system` prompt, then the `user` messages; text parts of `textTypes`. */
+const userMessages = (textTypes: ReadonlySet<string>): ShapeReading => ({
+  turns: ['messages'],
+  turn: (m, out) => {
+    if (isObj(m) && m.role === 'user') textOf(m.content, out, textTypes);
+  },
+  beside: ['system'],
+  before: (body, out) => textOf(body.system, out, textTypes),
+});
+
 const READINGS: Readonly<Record<BodyShape, ShapeReading>> = {
   chat_completions: { turns: ['messages'], turn: chatMessage, beside: [] },
   native: { turns: ['input', 'messages'], turn: chatMessage, beside: [] },
@@ -75,14 +85,7 @@ const READINGS: Readonly<Record<BodyShape, ShapeReading>> = {
       if (typeof body.instructions === 'string') out.push(body.instructions);
     },
   },
-  messages: {
-    turns: ['messages'],
-    turn: (m, out) => {
-      if (isObj(m) && m.role === 'user') textOf(m.content, out, ANTHROPIC_TEXT);
-    },
-    beside: ['system'],
-    before: (body, out) => textOf(body.system, out, ANTHROPIC_TEXT),
-  },
+  messages: userMessages(ANTHROPIC_TEXT),
   generate_content: {
     turns: ['contents'],
     turn: (c, out) => {
@@ -95,14 +98,7 @@ const READINGS: Readonly<Record<BodyShape, ShapeReading>> = {
       else if (isObj(system)) textOf(system.parts, out, UNTYPED);
     },
   },
-  converse: {
-    turns: ['messages'],
-    turn: (m, out) => {
-      if (isObj(m) && m.role === 'user') textOf(m.content, out, UNTYPED);
-    },
-    beside: ['system'],
-    before: (body, out) => textOf(body.system, out, UNTYPED),
-  },
+  converse: userMessages(UNTYPED),
 };
 
 /** The caller's prompt text parts of a parsed body of the given shape, in body order. */

@@ -27,9 +27,9 @@ const SHAPE_OF_SURFACE: Readonly<Record<string, BodyShape>> = {
  */
 export const WALKED_ABOVE_BYTES = 64 * 1024;
 
-/** The body was not read to its end before the deadline. */
+/** The body was not read to its end before the deadline: the stage missed its ceiling (the pool reports it so). */
 const CUT = Symbol('cut');
-const CUT_RESULT: StageResult = { outcome: 'ceiling_exceeded', detail: { detected: [], reason: 'the deadline passed while the body was read' } };
+const CUT_RESULT: StageResult = { outcome: 'ceiling_exceeded' };
 
 /** The prompt text to scan; undefined where there is none to read (an unknown surface, a body that is not JSON, which the vendor refuses itself). */
 function partsOf(input: StageInput, deadline: Deadline): string[] | undefined | typeof CUT {
