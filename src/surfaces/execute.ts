@@ -137,7 +137,8 @@ function planCandidate(call: ExecuteCall, model: string, attempt: number, checkO
  * that speak another format). Every candidate (`target.model`, then
  * `target.fallbacks`) is planned and checked before any is sent, so a 400
  * leaves nothing upstream; the pipeline tries them in order while nothing has
- * reached the caller, a fallback's body made when it is tried. The reply is the execution object, or its typed SSE events.
+ * reached the caller, a fallback's body made when it is tried. The reply is
+ * the execution object, or its typed SSE events.
  */
 const plan = (keySkills: KeySkills): Planner => (req, { providers, presented, caller, facts }) => {
   const body = parseExecuteRequest(parseJsonObject(req.body));

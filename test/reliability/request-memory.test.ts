@@ -16,11 +16,13 @@ import { spawnGateway, stopGateway } from '../helpers/gateway-process.js';
  * format, the shape that cost 20× when a conversation was translated as an
  * object tree and then serialised.
  *
- * Each case is measured twice over: with the skill stages given no time
- * (GW_SKILL_CEILING_*_MS=0, so the call is relayed as a passthrough, still
- * translated), which is the relay's own cost (the body's upload, its parse,
- * the translation, the relay and the accounting), and with every skill stage
- * at its default, where the pool threads read the body too.
+ * The conversation goes as a chat-completions body and as a /v1/execute body
+ * naming eight fallbacks (the first candidate answers: what is measured is
+ * what planning every candidate holds). Each is measured with the skill
+ * stages given no time (GW_SKILL_CEILING_*_MS=0, so the call is relayed as a
+ * passthrough, still translated), which is the relay's own cost (the body's
+ * upload, its parse, the translation, the relay and the accounting), and with
+ * every skill stage at its default, where the pool threads read the body too.
  */
 const MESSAGES = 545_000;
 const RULE = 10;
