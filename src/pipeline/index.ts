@@ -12,7 +12,7 @@ import { Exchange } from './exchange.js';
 import type { RelayDeps, RelayLimits } from './relay.js';
 import { runStages } from './runner.js';
 import { accountFor, accountRefusalFor, authenticateStage, dispatch, dispatchStage, planStage, PolicyList, sendAnswer, skillsStage, tryCandidate, type AccountingDeps, type DispatchDeps } from './stages.js';
-import { NO_SKILLS, type Candidate, type DestinationRouter, type PolicyStage, type RouteRow, type RowSink, type SkillsStage, type Stage, type Verdict } from './types.js';
+import { NO_SKILLS, type DestinationRouter, type Fallback, type PolicyStage, type RouteRow, type RowSink, type SkillsStage, type Stage, type Verdict } from './types.js';
 
 export interface PipelineDeps {
   directory: Directory;
@@ -134,11 +134,11 @@ export class Pipeline {
   /** a held-back failure has a further candidate (dispatch holds back only then): the run resumes with it */
   private tryNext(ex: Exchange): Promise<void> | void {
     // the next candidate as planned from the caller's bytes: the skills run again for it, and their change is planned again
-    const [next, ...rest] = ((ex.unskilled ?? ex.plan) as NonNullable<Exchange['plan']>).fallbacks as readonly [Candidate, ...Candidate[]];
+    const [next, ...rest] = ((ex.unskilled ?? ex.plan) as NonNullable<Exchange['plan']>).fallbacks as readonly [Fallback, ...Fallback[]];
     ex.req.log.info({ model: ex.call?.model, status: ex.outcome?.status, next: next.model }, 'trying the next candidate');
     ex.replyTaps = undefined;
     ex.attempt++;
-    tryCandidate(ex, { ...next, fallbacks: rest });
+    tryCandidate(ex, { ...next.candidate(), fallbacks: rest });
     return this.run(ex, this.candidateFrom);
   }
 

@@ -14,7 +14,7 @@ import type { Exchange } from './exchange.js';
 import { forwardHeaders } from './forward-headers.js';
 import { FallbackSink, NEXT_CANDIDATE, neverConnected, type HoldRule } from './fallback.js';
 import { relay, type RelayDeps, type RelayOutcome } from './relay.js';
-import { CONTINUE, type Answer, type Call, type Candidate, type DestinationRouter, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
+import { CONTINUE, type Answer, type Call, type Candidate, type CandidateCall, type DestinationRouter, type Fallback, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
 
 export const authenticateStage = (directory: Directory): Stage<Exchange> => ({
   name: 'authenticate',
@@ -59,7 +59,9 @@ export function tryCandidate(ex: Exchange, plan: Plan): void {
   meta.model = plan.model;
 }
 
-const callOf = (ex: Exchange, caller: NonNullable<Exchange['caller']>, c: Candidate): Call => ({ org: caller.org, key: caller.key, provider: c.provider, model: c.model, body: c.body, location: c.location, acceptedAt: ex.req.stages.startedAt });
+const callOf = (ex: Exchange, caller: NonNullable<Exchange['caller']>, c: Candidate): Call => ({ ...candidateCallOf(ex, caller, c), body: c.body });
+
+const candidateCallOf = (ex: Exchange, caller: NonNullable<Exchange['caller']>, c: Fallback | Candidate): CandidateCall => ({ org: caller.org, key: caller.key, provider: c.provider, model: c.model, location: c.location, acceptedAt: ex.req.stages.startedAt });
 
 /**
  * A list of policy stages run in order (admission: dedicated tenant,
@@ -102,7 +104,7 @@ export class PolicyList implements Stage<Exchange> {
     if (fallbacks && this.candidateChecks.length > 0) {
       const caller = ex.caller as NonNullable<Exchange['caller']>;
       // every candidate is judged before the first is sent: a refusal leaves nothing upstream
-      for (const c of fallbacks) for (const policy of this.candidateChecks) policy.candidate?.(callOf(ex, caller, c));
+      for (const f of fallbacks) for (const policy of this.candidateChecks) policy.candidate?.(candidateCallOf(ex, caller, f));
     }
     return CONTINUE;
   }
@@ -148,8 +150,8 @@ function replan(deps: ReplanDeps, ex: Exchange, v: Extract<Verdict, { kind: 'rew
 function adoptReplan(deps: ReplanDeps, ex: Exchange, plan: Plan): Verdict {
   const unskilled = ex.plan as Plan;
   const taps = ex.replyTaps;
-  const candidates = [plan, ...(plan.fallbacks ?? [])];
-  const next = ex.attempt === 0 ? plan : { ...(candidates[ex.attempt] as Candidate), fallbacks: candidates.slice(ex.attempt + 1), deadlineMs: plan.deadlineMs, skillChoices: plan.skillChoices };
+  const fallbacks = plan.fallbacks ?? [];
+  const next = ex.attempt === 0 ? plan : { ...(fallbacks[ex.attempt - 1] as Fallback).candidate(), fallbacks: fallbacks.slice(ex.attempt), deadlineMs: plan.deadlineMs, skillChoices: plan.skillChoices };
   // a vendor key the caller passed through is the named provider's: routed elsewhere, the call takes that provider's stored key
   const chosen = next.provider === unskilled.provider ? next : { ...next, presented: { ...(next.presented ?? (ex.presented as Presented)), vendorKey: undefined, vendorCarrier: undefined } };
   tryCandidate(ex, chosen);

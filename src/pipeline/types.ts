@@ -27,6 +27,9 @@ export interface Call {
   readonly acceptedAt: number;
 }
 
+/** What admission judges a further candidate by: its call without the bytes. */
+export type CandidateCall = Omit<Call, 'body'>;
+
 /** The named stages, in the order one runner runs them for every surface. */
 export const STAGE_NAMES = ['authenticate', 'plan', 'admission', 'skills', 'metering', 'dispatch', 'accounting'] as const;
 export type StageName = (typeof STAGE_NAMES)[number];
@@ -97,9 +100,10 @@ export interface PolicyStage {
    * Checks a further candidate of an admitted call (a fallback model the
    * route may try instead): throws to refuse; takes no token and reserves
    * nothing. Absent on a policy that judges the request, not the call (the
-   * tenant, the rate).
+   * tenant, the rate). A further candidate has no body yet: it is made only
+   * if the candidate is tried.
    */
-  candidate?(call: Call): void;
+  candidate?(call: CandidateCall): void;
 }
 
 /** One skill stage's report on one request, as the trace, the headers and the row carry it. */
@@ -263,6 +267,20 @@ export interface SkillChoices {
   readonly sessionId?: string;
 }
 
+/**
+ * A further candidate as planned: checked whole (its 400s raised with the
+ * plan) and addressed, so admission can judge it before the first is sent;
+ * its body is made only when it is tried (made at once, one body per
+ * candidate cost a translated conversation with eight fallbacks 15× its size).
+ */
+export interface Fallback {
+  provider: ProviderId;
+  model: string | undefined;
+  location?: Location;
+  /** the candidate, its body made now */
+  candidate(): Candidate;
+}
+
 export interface Plan extends Candidate {
   /**
    * Candidates tried in order, each as its own call (skills, metering,
@@ -270,7 +288,7 @@ export interface Plan extends Candidate {
    * the one before could not be reached, or answered 429 or 5xx, before
    * any byte reached the caller. Once the status line is out nothing is retried.
    */
-  fallbacks?: readonly Candidate[];
+  fallbacks?: readonly Fallback[];
   /** the caller's own limit (ms) on the wait for the answer to begin: past it, 504 gateway_timeout */
   deadlineMs?: number;
   skillChoices?: SkillChoices;

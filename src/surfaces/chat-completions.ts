@@ -7,6 +7,7 @@ import type { Pipeline } from '../pipeline/index.js';
 import type { Planner } from '../pipeline/types.js';
 import type { Operation } from '../providers/adapter.js';
 import { lookupModel } from '../providers/catalog.js';
+import { JsonText } from '../translate/chat/body-writer.js';
 import { chatTranslator } from '../translate/index.js';
 import type { ChatRequest, ReplyContext } from '../translate/types.js';
 import { SURFACES } from './index.js';
@@ -55,7 +56,7 @@ const plan: Planner = (req, { providers, presented }) => {
   // untranslated: OpenAI's models, names the catalog does not know, and self-hosted models (the same wire format)
   if (!body || !translate || !entry) return { ...providers.target(entry?.provider ?? 'openai', CHAT, req.headers), model, body: req.body };
   const chat = body as ChatRequest;
-  const call = translate(chat, replyContext(req, chat), entry, req.body.length);
+  const call = translate(chat, replyContext(req, chat), entry, new JsonText(req.body.length));
   return { ...providers.target(entry.provider, call.operation, req.headers), model, body: call.body, headers: call.headers, reply: call.reply, presented: asApiKey(presented) };
 };
 

@@ -3,16 +3,18 @@ import type { Presented } from '../http/credentials.js';
 import type { GatewayRequest, Route } from '../http/types.js';
 import { parseJsonObject } from '../http/validate.js';
 import type { Pipeline } from '../pipeline/index.js';
-import type { Candidate, Plan, Planner, RequestFacts, SkillRecord } from '../pipeline/types.js';
+import type { Candidate, Fallback, Plan, Planner, RequestFacts, SkillRecord } from '../pipeline/types.js';
 import type { Operation } from '../providers/adapter.js';
 import { lookupModel } from '../providers/catalog.js';
-import type { Providers } from '../providers/index.js';
+import type { Providers, Target } from '../providers/index.js';
 import type { ProviderId } from '../providers/types.js';
 import { trueUpFolds } from '../skills/trajectory/true-up.js';
 import { effectiveModes, parseSkillOverrides, refuseLocked, storedModes, type SkillOverrides } from '../skills/overrides.js';
 import { PER_KEY_SKILLS, type KeySkills, type SkillId, type StoredMode } from '../tenancy/skills.js';
 import { chatBodyOf, envelopeField, executionReply, type ExecutionContext } from '../translate/execute.js';
+import { DiscardedText, JsonText } from '../translate/chat/body-writer.js';
 import { chatTranslator } from '../translate/index.js';
+import type { TranslatedCall } from '../translate/types.js';
 import { asApiKey } from './chat-completions.js';
 import { parseExecuteRequest, type ExecuteRequest } from './execute-schema.js';
 import { SURFACES } from './index.js';
@@ -79,12 +81,22 @@ function providerOf(model: string, asked: ProviderId | undefined): ProviderId {
   return entry?.provider ?? asked ?? 'openai';
 }
 
+/** One candidate model as planned: where its call goes, and the call itself, made by `candidate()` (its body and all). */
+interface Planned {
+  provider: ProviderId;
+  location: Candidate['location'];
+  candidate(): Candidate;
+}
+
 /**
  * One candidate: the execute body as chat completions, to a vendor that
  * speaks them, or translated for one that does not (a provider that does
- * neither is a 400 naming the candidate's field).
+ * neither, or a body its translation cannot carry, is a 400 naming the
+ * candidate's field, raised here). With `checkOnly` the translation is
+ * written nowhere: every 400 it would raise is, and the body is made only
+ * when `candidate()` is called.
  */
-function candidate(call: ExecuteCall, model: string, attempt: number): Candidate {
+function planCandidate(call: ExecuteCall, model: string, attempt: number, checkOnly: boolean): Planned {
   const { req, body, providers, presented, facts, modes } = call;
   const field = attempt === 0 ? 'target.model' : `target.fallbacks.${attempt - 1}`;
   const provider = providerOf(model, attempt === 0 ? body.target?.provider : undefined);
@@ -105,16 +117,19 @@ function candidate(call: ExecuteCall, model: string, attempt: number): Candidate
   };
   const chat = chatBodyOf(body, model);
   const translate = chatTranslator(provider);
-  if (!translate) return { ...providers.target(provider, CHAT, req.headers, field), model, body: Buffer.from(JSON.stringify(chat)), reply: executionReply(ctx, undefined) };
-  const translated = inEnvelope(() => translate(chat, { model, created, fallbackId: `chatcmpl-${req.id}`, includeUsage: true, reasoning: true }, lookupModel(model), req.body.length));
-  return {
-    ...providers.target(provider, translated.operation, req.headers, field),
-    model,
-    body: translated.body,
-    headers: translated.headers,
-    reply: executionReply(ctx, translated.reply),
-    presented: asApiKey(presented),
-  };
+  if (!translate) {
+    const target = providers.target(provider, CHAT, req.headers, field);
+    return { provider, location: target.location, candidate: () => ({ ...target, model, body: Buffer.from(JSON.stringify(chat)), reply: executionReply(ctx, undefined) }) };
+  }
+  const translated = (out: JsonText) => inEnvelope(() => translate(chat, { model, created, fallbackId: `chatcmpl-${req.id}`, includeUsage: true, reasoning: true }, lookupModel(model), out));
+  const candidateOf = (t: TranslatedCall, target: Target): Candidate => ({ ...target, model, body: t.body, headers: t.headers, reply: executionReply(ctx, t.reply), presented: asApiKey(presented) });
+  if (!checkOnly) {
+    const t = translated(new JsonText(req.body.length));
+    const target = providers.target(provider, t.operation, req.headers, field);
+    return { provider, location: target.location, candidate: () => candidateOf(t, target) };
+  }
+  const target = providers.target(provider, translated(new DiscardedText()).operation, req.headers, field);
+  return { provider, location: target.location, candidate: () => candidateOf(translated(new JsonText(req.body.length)), target) };
 }
 
 /**
@@ -122,9 +137,10 @@ function candidate(call: ExecuteCall, model: string, attempt: number): Candidate
  * field}}`), its skill overrides checked (400, or 403 skill_locked), then
  * relayed as chat completions to the model's vendor (translated for the ones
  * that speak another format). Every candidate (`target.model`, then
- * `target.fallbacks`) is planned before any is sent, so a 400 leaves nothing
- * upstream; the pipeline tries them in order while nothing has reached the
- * caller. The reply is the execution object, or its typed SSE events.
+ * `target.fallbacks`) is planned and checked before any is sent, so a 400
+ * leaves nothing upstream; the pipeline tries them in order while nothing has
+ * reached the caller, a fallback's body made when it is tried. The reply is
+ * the execution object, or its typed SSE events.
  */
 const plan = (keySkills: KeySkills): Planner => (req, { providers, presented, caller, facts }) => {
   const body = parseExecuteRequest(parseJsonObject(req.body));
@@ -138,7 +154,9 @@ const plan = (keySkills: KeySkills): Planner => (req, { providers, presented, ca
   const model = body.target?.model;
   const call: ExecuteCall = { req, body, providers, presented, facts, modes };
   if (model === undefined) return unroutedPlan(call, overrides, body.metadata?.session_id);
-  const [first, ...fallbacks] = [model, ...(body.target?.fallbacks ?? [])].map((m, i) => candidate(call, m, i)) as [Candidate, ...Candidate[]];
+  const first = planCandidate(call, model, 0, false).candidate();
+  // a fallback is checked now and its body made only if it is tried: the first candidate's is the only one held
+  const fallbacks = (body.target?.fallbacks ?? []).map((m, i): Fallback => ({ model: m, ...planCandidate(call, m, i + 1, true) }));
   const timeoutMs = body.execution?.timeout_ms;
   const sessionId = body.metadata?.session_id;
   const skillChoices = { overrides, ...(sessionId !== undefined && { sessionId }) };

@@ -365,6 +365,7 @@ describe('POST /v1/execute', () => {
       ['a missing input', { target: { model: 'gpt-4o-mini' } }, 'input'],
       ['fallbacks that are not model ids', { input: HELLO, target: { model: 'gpt-4o-mini', fallbacks: ['gpt-4o', 7] } }, 'target.fallbacks.1'],
       ['a content part the translation cannot carry', { input: { messages: [{ role: 'user', content: [{ type: 'input_audio' }] }] }, target: { model: 'claude-sonnet-4-5' } }, 'input.messages.0.content.0.type'],
+      ['a fallback whose translation cannot carry the call', { input: HELLO, target: { model: 'gpt-4o-mini', fallbacks: ['claude-sonnet-4-5'] }, execution: { max_tokens: 500, reasoning: { effort: 'low' } } }, 'execution.max_tokens'],
       ['a provider that does not serve the model', { input: HELLO, target: { model: 'gpt-4o-mini', provider: 'msgvendor' } }, 'target.provider'],
       ['a provider that speaks no chat format', { input: HELLO, target: { model: 'my-deployment', provider: 'cloudx' } }, 'target.model'],
     ];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { promptTextParts, type BodyShape } from '../../src/skills/guardrails/index.js';
+import { promptTextParts, walkedPromptTextParts, type BodyShape } from '../../src/skills/guardrails/index.js';
 
 const CASES: Record<BodyShape, unknown> = {
   chat_completions: {
@@ -79,5 +79,86 @@ describe('the caller prompt text of each body shape', () => {
         assert.deepEqual(promptTextParts(shape, body), [], `${shape} ${JSON.stringify(body)}`);
       }
     }
+  });
+});
+
+const NEVER = { expired: () => false };
+const SHAPES = Object.keys(CASES) as BodyShape[];
+
+/** the walked reading of a body's text, against the parsed one: the same parts, and undefined exactly where JSON.parse throws */
+function agrees(shape: BodyShape, text: string): void {
+  const walked = walkedPromptTextParts(shape, Buffer.from(text), NEVER);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    assert.equal(walked, undefined, `${shape}: ${JSON.stringify(text)} is not JSON`);
+    return;
+  }
+  assert.deepEqual(walked, { complete: true, parts: promptTextParts(shape, parsed) }, `${shape}: ${text}`);
+}
+
+describe('the caller prompt text of a body walked in place', () => {
+  it('is the parsed reading of every shape, whitespace and escapes included', () => {
+    for (const shape of SHAPES) {
+      agrees(shape, JSON.stringify(CASES[shape]));
+      agrees(shape, JSON.stringify(CASES[shape], null, '\t').replaceAll('\n', '\r\n'));
+    }
+    agrees('chat_completions', '{"m\\u0065ssages":[{"role":"user","content":"caf\\u00e9 \\"q\\" \\\\ \\/ \\b\\f\\n\\r\\t \\ud83d\\ude00 é😀"}],"n":-0.5e+3,"t":true,"f":false,"z":null,"e":{},"a":[]}');
+    agrees('native', '{"input":{"x":[[[{"deep":[1,2,{"k":"v"}]}]]],"messages":[{"role":"user","content":"U"}]},"input2":1}');
+  });
+
+  it('counts a member given twice as its last, as JSON.parse does', () => {
+    agrees('chat_completions', '{"messages":[{"role":"user","content":"first"}],"messages":[{"role":"user","content":"last"}]}');
+    agrees('chat_completions', '{"messages":[{"role":"user","content":"first"}],"messages":"no"}');
+    agrees('native', '{"input":{"messages":[{"role":"user","content":"a"}]},"input":{"other":1}}');
+    agrees('native', '{"input":{"messages":[{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}]}}');
+    agrees('messages', '{"system":"first","messages":[],"system":[{"type":"text","text":"last"}]}');
+    agrees('generate_content', '{"systemInstruction":null,"system_instruction":"S","contents":[]}');
+    agrees('responses', '{"input":[{"role":"user","content":"a"}],"input":"b","instructions":"I"}');
+    agrees('chat_completions', '{"messages":[{"role":"user","content":"a","role":"assistant"}]}');
+  });
+
+  it('yields nothing from a body that is not an object, and undefined from one that is not JSON', () => {
+    const texts = [
+      'null', '"x"', '42', '[]', '[1,{"messages":[]}]', ' {} ', '{"messages":[null,1,"x",[]]}',
+      '', ' ', '{', '}', '{"messages":[}', '{"messages":[1,]}', '{"a":1,}', '{"a" 1}', '{a:1}', "{'a':1}", '{"a":01}', '{"a":1.}', '{"a":.5}',
+      '{"a":1e}', '{"a":-}', '{"a":+1}', '{"a":tru}', '{"a":nul}', '{"a":"\\x"}', '{"a":"\\u12g4"}', '{"a":"tab\there"}', '{"a":"open}',
+      '{"a":1} x', '{"a":1}{}', '\ufeff{}', '{"a":[1 2]}', '{"a":{"b":1 "c":2}}', '{"a":NaN}', '{"a":Infinity}', '{"a":[1,2]]', '[[[]]',
+    ];
+    for (const shape of SHAPES) for (const text of texts) agrees(shape, text);
+  });
+
+  it('agrees with the parsed reading on bodies cut or changed at random', () => {
+    let seed = 7;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const bytes = [...'{}[]":,\\ \n0-1.eEtrue"x']; // what breaks or mends JSON
+    for (const shape of SHAPES) {
+      const text = JSON.stringify(CASES[shape]);
+      for (let n = 0; n < 300; n++) {
+        const at = Math.floor(random() * text.length);
+        const mutated = n % 3 === 0 ? text.slice(0, at) : `${text.slice(0, at)}${bytes[Math.floor(random() * bytes.length)]}${text.slice(at + (n % 2))}`;
+        agrees(shape, mutated);
+      }
+    }
+  });
+
+  it('reads bytes that are not UTF-8 as their decoded text does (replacement characters)', () => {
+    const body = Buffer.concat([Buffer.from('{"messages":[{"role":"user","content":"a'), Buffer.from([0xff, 0xe2, 0x82]), Buffer.from('"}],"x":"'), Buffer.from([0xc3]), Buffer.from('"}')]);
+    const parsed = promptTextParts('chat_completions', JSON.parse(body.toString('utf8')));
+    assert.deepEqual(walkedPromptTextParts('chat_completions', body, NEVER), { complete: true, parts: parsed });
+    assert.deepEqual(parsed, ['a\ufffd\ufffd']);
+  });
+
+  it('holds nesting deeper than the stack allows recursion', () => {
+    agrees('chat_completions', `{"x":${'['.repeat(200_000)}${']'.repeat(200_000)},"messages":[{"role":"user","content":"U"}]}`);
+  });
+
+  it('stops at the deadline, reading as incomplete', () => {
+    const messages = Array.from({ length: 50_000 }, () => ({ role: 'user', content: 'hello there' }));
+    const body = Buffer.from(JSON.stringify({ messages }));
+    let polls = 0;
+    const walked = walkedPromptTextParts('chat_completions', body, { expired: () => ++polls > 1 });
+    assert.deepEqual(walked, { complete: false });
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { jsonWithArray, TurnWriter } from '../../src/translate/chat/body-writer.js';
+import { DiscardedText, JsonText, jsonWithArray, TurnWriter } from '../../src/translate/chat/body-writer.js';
 
 type Turn = { role: 'user' | 'assistant'; blocks: Array<{ block: unknown; leading?: boolean }> };
 
@@ -18,7 +18,7 @@ function written(turns: readonly Turn[], sizeHint: number, head: Record<string, 
       w.end();
     },
     tail,
-    sizeHint,
+    new JsonText(sizeHint),
   ).toString('utf8');
 }
 
@@ -62,5 +62,26 @@ describe('translated body writer', () => {
     });
     assert.ok(Buffer.byteLength(expected) > 1024 * 1024, 'the body outgrows a buffer added when the first is full');
     for (const hint of [0, 100, Buffer.byteLength(expected), 10 * 1024 * 1024]) assert.equal(written(turns, hint), expected, `size hint ${hint}`);
+  });
+});
+
+describe('discarded text', () => {
+  it('holds nothing, the turns being joined included, and finishes as an empty body', () => {
+    const out = new DiscardedText();
+    const body = jsonWithArray(
+      { model: 'm' },
+      'messages',
+      (text) => {
+        const w = new TurnWriter<'user'>(text, 'content');
+        w.message('user');
+        for (let i = 0; i < 1000; i++) w.block({ type: 'text', text: 'x'.repeat(100) }, i % 2 === 0);
+        w.end();
+      },
+      {},
+      out,
+    );
+    assert.equal(body.length, 0);
+    assert.ok(out.empty);
+    assert.ok(out.blank() instanceof DiscardedText, 'a turn joined beside it is discarded too');
   });
 });

@@ -7,12 +7,13 @@ import { converseToChatReply } from '../../src/translate/chat-converse/reply.js'
 import { chatToConverseRequest } from '../../src/translate/chat-converse/request.js';
 import type { ReplyContext, StreamTransform } from '../../src/translate/types.js';
 import { converseToolFrames, eventFrame } from '../fakes/bedrock.js';
+import { JsonText } from '../../src/translate/chat/body-writer.js';
 
 const ctx: ReplyContext = { model: 'amazon.nova-pro-v1:0', created: 1700000000, fallbackId: 'chatcmpl-req1', includeUsage: true };
 const providers = new Providers({});
 /** the pair's request side, addressed by its provider as the chat surface does */
 const translate = (body: Record<string, unknown>, headers: Record<string, string> = {}) => {
-  const request = chatToConverseRequest({ model: 'amazon.nova-pro-v1:0', messages: [{ role: 'user', content: 'hi' }], ...body }, 0);
+  const request = chatToConverseRequest({ model: 'amazon.nova-pro-v1:0', messages: [{ role: 'user', content: 'hi' }], ...body }, new JsonText());
   return { ...request, ...providers.target('cloudy', request.operation, headers), body: request.body, reply: converseToChatReply(ctx) };
 };
 

@@ -5,12 +5,13 @@ import { Providers } from '../../src/providers/index.js';
 import { generateContentToChatReply } from '../../src/translate/chat-generate-content/reply.js';
 import { chatToGenerateContentRequest } from '../../src/translate/chat-generate-content/request.js';
 import type { ReplyContext, StreamTransform } from '../../src/translate/types.js';
+import { JsonText } from '../../src/translate/chat/body-writer.js';
 
 const ctx: ReplyContext = { model: 'gemini-x', created: 1700000000, fallbackId: 'chatcmpl-req1', includeUsage: true };
 const providers = new Providers({});
 /** the pair's request side, addressed by its provider as the chat surface does */
 const translate = (body: Record<string, unknown>) => {
-  const request = chatToGenerateContentRequest({ model: 'gemini-x', messages: [{ role: 'user', content: 'hi' }], ...body }, 0);
+  const request = chatToGenerateContentRequest({ model: 'gemini-x', messages: [{ role: 'user', content: 'hi' }], ...body }, new JsonText());
   return { ...request, ...providers.target('genvendor', request.operation, {}), body: request.body, reply: generateContentToChatReply(ctx) };
 };
 

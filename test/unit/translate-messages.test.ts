@@ -4,9 +4,10 @@ import { GatewayError } from '../../src/errors.js';
 import { messagesToChatReply } from '../../src/translate/chat-messages/reply.js';
 import { chatToMessagesRequest } from '../../src/translate/chat-messages/request.js';
 import type { ReplyContext, StreamTransform } from '../../src/translate/types.js';
+import { DiscardedText, JsonText } from '../../src/translate/chat/body-writer.js';
 
 const ctx: ReplyContext = { model: 'claude-x', created: 1700000000, fallbackId: 'chatcmpl-req1', includeUsage: true };
-const request = (body: Record<string, unknown>) => JSON.parse(chatToMessagesRequest({ model: 'claude-x', messages: [{ role: 'user', content: 'hi' }], ...body }, 1024, 0).body.toString()) as Record<string, unknown>;
+const request = (body: Record<string, unknown>) => JSON.parse(chatToMessagesRequest({ model: 'claude-x', messages: [{ role: 'user', content: 'hi' }], ...body }, 1024, new JsonText()).body.toString()) as Record<string, unknown>;
 
 /** Every `data:` payload of a translated stream, parsed ([DONE] kept as a string). */
 const events = (text: string): unknown[] =>
@@ -53,9 +54,13 @@ describe('chat completions → messages: request', () => {
     assert.deepEqual(body['tool_choice'], { type: 'none' });
   });
 
-  it('refuses what it cannot carry, naming the field', () => {
-    const refused = (body: Record<string, unknown>, field: RegExp) =>
+  it('refuses what it cannot carry, naming the field, whether its body is written or only checked', () => {
+    const checked = (body: Record<string, unknown>) => chatToMessagesRequest({ model: 'claude-x', messages: [{ role: 'user', content: 'hi' }], ...body }, 1024, new DiscardedText());
+    const refused = (body: Record<string, unknown>, field: RegExp) => {
       assert.throws(() => request(body), (e: unknown) => e instanceof GatewayError && e.status === 400 && field.test(e.message));
+      assert.throws(() => checked(body), (e: unknown) => e instanceof GatewayError && e.status === 400 && field.test(e.message));
+    };
+    assert.equal(checked({}).body.length, 0, 'a checked call has no body');
     refused({ n: 3 }, /: n$/);
     refused({ response_format: { type: 'json_object' } }, /response_format/);
     refused({ messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: {} }] }] }, /messages\[0\]\.content\[0\]\.type/);

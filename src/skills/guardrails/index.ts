@@ -10,7 +10,7 @@ import { matchRules, REGEX_VALUES, type RegexValue } from './regex.js';
  * file, read once per thread on first use.
  */
 
-export { promptTextParts, type BodyShape } from './prompt-text.js';
+export { promptTextParts, walkedPromptTextParts, type BodyShape } from './prompt-text.js';
 export type { Deadline } from './normalize.js';
 
 export type ModelMode = 'shadow' | 'enforce' | 'off';

@@ -1,5 +1,5 @@
 import type { Evaluator, StageInput, StageResult } from '../stage.js';
-import { evaluateGuardrails, promptTextParts, type BodyShape, type GuardrailVerdict, type ModelMode } from './index.js';
+import { evaluateGuardrails, promptTextParts, walkedPromptTextParts, type BodyShape, type Deadline, type GuardrailVerdict, type ModelMode } from './index.js';
 
 /**
  * The guardrails as the skills table's two stages: the regex stage (always
@@ -18,10 +18,27 @@ const SHAPE_OF_SURFACE: Readonly<Record<string, BodyShape>> = {
   execute: 'native',
 };
 
+/**
+ * Bodies larger than this are walked in place (walkedPromptTextParts) rather
+ * than parsed: a parsed 30 MB conversation is an object tree several times
+ * its size in the pool thread, and JSON.parse cannot stop at the stage's
+ * deadline (the backstop then kills the thread). Below it the parse is
+ * quicker, and shared with the stages after this one in the same task.
+ */
+export const WALKED_ABOVE_BYTES = 64 * 1024;
+
+/** The body was not read to its end before the deadline: the stage missed its ceiling (the pool reports it so). */
+const CUT = Symbol('cut');
+const CUT_RESULT: StageResult = { outcome: 'ceiling_exceeded' };
+
 /** The prompt text to scan; undefined where there is none to read (an unknown surface, a body that is not JSON, which the vendor refuses itself). */
-function partsOf(input: StageInput): string[] | undefined {
+function partsOf(input: StageInput, deadline: Deadline): string[] | undefined | typeof CUT {
   const shape = SHAPE_OF_SURFACE[input.surface];
   if (shape === undefined) return undefined;
+  if (input.body.byteLength > WALKED_ABOVE_BYTES) {
+    const walked = walkedPromptTextParts(shape, input.body, deadline);
+    return walked && (walked.complete ? walked.parts : CUT);
+  }
   let body: unknown;
   try {
     body = input.json();
@@ -41,7 +58,8 @@ function result(verdict: GuardrailVerdict): StageResult {
 
 function stage(modelMode: (input: StageInput) => ModelMode, regex: boolean): Evaluator {
   return (input, deadline) => {
-    const parts = partsOf(input);
+    const parts = partsOf(input, deadline);
+    if (parts === CUT) return CUT_RESULT;
     if (parts === undefined || parts.length === 0) return { outcome: 'skipped' };
     const verdict = evaluateGuardrails(parts, { modelMode: modelMode(input), deadline, regex });
     return result(verdict);

@@ -50,7 +50,7 @@ function toolChoice(call: ChatCall): Block | undefined {
 }
 
 /** The Converse request body of a chat-completions call (the model id rides in the path), its messages written as they are read. */
-function converseBody(call: ChatCall, sizeHint: number): Buffer {
+function converseBody(call: ChatCall, out: JsonText): Buffer {
   if (!call.parallelToolCalls && call.tools.length > 0) throw bad('parallel_tool_calls', 'cloudy has no switch for parallel tool calls');
   if (call.reasoningEffort) throw bad('reasoning_effort', 'not translated to cloudy yet');
   const system = systemTexts(call);
@@ -71,11 +71,11 @@ function converseBody(call: ChatCall, sizeHint: number): Buffer {
       },
     }),
   };
-  return jsonWithArray({}, 'messages', (out) => writeMessages(call, out), tail, sizeHint);
+  return jsonWithArray({}, 'messages', (text) => writeMessages(call, text), tail, out);
 }
 
 /** A chat-completions call as a Converse call (the model id rides in the path its provider builds). */
-export function chatToConverseRequest(body: ChatRequest, sizeHint: number): TranslatedRequest {
+export function chatToConverseRequest(body: ChatRequest, out: JsonText): TranslatedRequest {
   const call = readChatCall(body, 'cloudy');
-  return { operation: { op: 'converse', model: call.model, stream: call.stream }, body: converseBody(call, sizeHint) };
+  return { operation: { op: 'converse', model: call.model, stream: call.stream }, body: converseBody(call, out) };
 }

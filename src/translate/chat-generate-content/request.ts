@@ -56,7 +56,7 @@ function toolConfig(call: ChatCall): Record<string, unknown> | undefined {
 }
 
 /** The GenerateContentRequest of a chat-completions call, its contents written as they are read. */
-function generateContentBody(call: ChatCall, sizeHint: number): Buffer {
+function generateContentBody(call: ChatCall, out: JsonText): Buffer {
   if (!call.parallelToolCalls && call.tools.length > 0) throw bad('parallel_tool_calls', 'genvendor has no switch for parallel tool calls');
   const system = systemTexts(call);
   const tc = toolConfig(call);
@@ -75,15 +75,15 @@ function generateContentBody(call: ChatCall, sizeHint: number): Buffer {
     ...(tc && { toolConfig: tc }),
     ...(Object.keys(generation).length > 0 && { generationConfig: generation }),
   };
-  return jsonWithArray({}, 'contents', (out) => writeContents(call, out), tail, sizeHint);
+  return jsonWithArray({}, 'contents', (text) => writeContents(call, text), tail, out);
 }
 
 /** A chat-completions call as a generateContent call (its provider checks the model name it puts in the path). */
-export function chatToGenerateContentRequest(body: ChatRequest, sizeHint: number): TranslatedRequest {
+export function chatToGenerateContentRequest(body: ChatRequest, out: JsonText): TranslatedRequest {
   const call = readChatCall(body, 'genvendor');
   const model = call.model.replace(/^models\//, '');
   return {
     operation: { op: 'generate_content', model, stream: call.stream, query: call.stream ? 'alt=sse' : '' },
-    body: generateContentBody(call, sizeHint),
+    body: generateContentBody(call, out),
   };
 }

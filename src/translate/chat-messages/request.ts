@@ -48,7 +48,7 @@ function toolChoice(call: ChatCall): Block | undefined {
 }
 
 /** The Messages request body of a chat-completions call, its turns written as they are read. */
-function messagesBody(call: ChatCall, defaultMaxTokens: number, sizeHint: number): Buffer {
+function messagesBody(call: ChatCall, defaultMaxTokens: number, out: JsonText): Buffer {
   const system = systemTexts(call);
   const choice = toolChoice(call);
   const head = {
@@ -66,7 +66,7 @@ function messagesBody(call: ChatCall, defaultMaxTokens: number, sizeHint: number
     ...(call.stream && { stream: true }),
     ...(call.reasoningEffort && { thinking: thinking(call.reasoningEffort, call.maxTokens ?? defaultMaxTokens) }),
   };
-  return jsonWithArray(head, 'messages', (out) => writeTurns(call, out), tail, sizeHint);
+  return jsonWithArray(head, 'messages', (text) => writeTurns(call, text), tail, out);
 }
 
 /** Anthropic's extended thinking: a budget of at least 1024 tokens, below max_tokens. */
@@ -76,12 +76,12 @@ function thinking(effort: ReasoningEffort, maxTokens: number): Block {
   return { type: 'enabled', budget_tokens: Math.min(THINKING_BUDGET[effort], maxTokens - 1) };
 }
 
-/** A chat-completions call as a Messages call; `defaultMaxTokens` where the caller sets no limit (the vendor requires one); `sizeHint` the caller's body size. */
-export function chatToMessagesRequest(body: ChatRequest, defaultMaxTokens: number, sizeHint: number): TranslatedRequest {
+/** A chat-completions call as a Messages call; `defaultMaxTokens` where the caller sets no limit (the vendor requires one); `out` the text its body is written into. */
+export function chatToMessagesRequest(body: ChatRequest, defaultMaxTokens: number, out: JsonText): TranslatedRequest {
   const call = readChatCall(body, 'msgvendor');
   return {
     operation: { op: 'messages', model: call.model, stream: call.stream, query: '' },
-    body: messagesBody(call, defaultMaxTokens, sizeHint),
+    body: messagesBody(call, defaultMaxTokens, out),
     headers: { 'anthropic-version': ANTHROPIC_VERSION },
   };
 }

@@ -51,6 +51,11 @@ export class JsonText {
     other.pending = '';
   }
 
+  /** an empty text of this kind, for what is joined before it is written here (a turn) */
+  blank(): JsonText {
+    return new JsonText();
+  }
+
   /** everything written, as one buffer (a view of the first when it held it all) */
   finish(): Buffer {
     this.pack();
@@ -91,13 +96,37 @@ export class JsonText {
   }
 }
 
+const NOTHING = Buffer.alloc(0);
+
 /**
- * `{...head, [key]: [what fill writes], ...tail}` as JSON: head and tail are
- * small and serialised whole, the array's items are written by `fill` (a
- * TurnWriter over the same text).
+ * Text written nowhere: a translation run for its refusals alone (a 400 it
+ * would answer), holding no body. /v1/execute checks each fallback so before
+ * the first candidate is sent, and translates it again only if it is tried.
  */
-export function jsonWithArray(head: Record<string, unknown>, key: string, fill: (out: JsonText) => void, tail: Record<string, unknown>, sizeHint: number): Buffer {
-  const out = new JsonText(sizeHint);
+export class DiscardedText extends JsonText {
+  override get empty(): boolean {
+    return true;
+  }
+
+  override write(): void {}
+
+  override take(): void {}
+
+  override blank(): JsonText {
+    return new DiscardedText();
+  }
+
+  override finish(): Buffer {
+    return NOTHING;
+  }
+}
+
+/**
+ * `{...head, [key]: [what fill writes], ...tail}` as JSON, written into
+ * `out`: head and tail are small and serialised whole, the array's items are
+ * written by `fill` (a TurnWriter over the same text).
+ */
+export function jsonWithArray(head: Record<string, unknown>, key: string, fill: (out: JsonText) => void, tail: Record<string, unknown>, out: JsonText): Buffer {
   const h = JSON.stringify(head);
   out.write(`${h.length > 2 ? `${h.slice(0, -1)},` : '{'}${JSON.stringify(key)}:[`);
   fill(out);
@@ -116,15 +145,18 @@ export function jsonWithArray(head: Record<string, unknown>, key: string, fill: 
 export class TurnWriter<R extends string> {
   private role: R | undefined;
   /** the turn being joined: its leading blocks and its others, packed like the body once they grow (a conversation may be one long turn) */
-  private readonly lead = new JsonText();
-  private readonly rest = new JsonText();
+  private readonly lead: JsonText;
+  private readonly rest: JsonText;
   private first = true;
 
   /** `blocksKey`: the turn's array of blocks (`content`, `parts`) */
   constructor(
     private readonly out: JsonText,
     private readonly blocksKey: string,
-  ) {}
+  ) {
+    this.lead = out.blank();
+    this.rest = out.blank();
+  }
 
   /** the next message's vendor role: a change of role ends the turn */
   message(role: R): void {
