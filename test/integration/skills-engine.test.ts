@@ -282,7 +282,8 @@ describe('skills engine: the classifier enforced, canary arms, a thread that die
 
   before(async () => {
     fakes = await startFakes();
-    gw = await startTestGateway({ bootstrap, env: { ...fakeEnv(fakes), GW_GUARDRAILS_MODEL_MODE: 'enforce' }, skillRows: rows });
+    // ceilings far above any stage's run: on a loaded machine a dying thread must end its stage as `error`, never outlast a ceiling first
+    gw = await startTestGateway({ bootstrap, env: { ...fakeEnv(fakes), GW_GUARDRAILS_MODEL_MODE: 'enforce', GW_SKILL_CEILING_ACTING_MS: '5000', GW_SKILL_CEILING_SHADOW_MS: '5000' }, skillRows: rows });
     await setSkills(gw, canary, { skill_modes: { pii_redaction: 'canary:50' } });
     await setSkills(gw, crashing, { skill_modes: { agent_trajectory_compaction: 'prod' } });
   });
