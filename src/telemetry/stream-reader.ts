@@ -1,10 +1,11 @@
 import { GatewayError } from '../errors.js';
 import { redisClient, type RedisClient, type RedisTarget } from '../stores/redis/client.js';
-import { HOUR_MS, hourOf, PERIOD_MS, telemetryKeys } from './keys.js';
-import { rollupReads } from './rollup-plan.js';
+import { HOUR_MS, hourOf, PERIOD_MS, telemetryKeys, type TelemetryKeys } from './keys.js';
+import { parseCounts, projectedCells, projectionFor, projectionsRead } from './projections.js';
+import { rollupReads, type RollupRead } from './rollup-plan.js';
 import type { DecisionRecord, RequestRow } from './row.js';
 import { decodeEntry } from './stream-codec.js';
-import { UsageAggregator, type UsageQuery, type UsageRow } from './usage.js';
+import { type Counts, type Dimension, UsageAggregator, type UsageQuery, type UsageRow } from './usage.js';
 
 export interface StreamReaderOptions {
   target: RedisTarget;
@@ -101,26 +102,63 @@ export class StreamReader {
     });
   }
 
-  /** Usage of the window ending now, summed from the rollups of its minutes, hours or days (rollup-plan.ts), never from raw rows. */
+  /**
+   * Usage of the window ending now, summed from the rollups of its minutes,
+   * hours or days (rollup-plan.ts), never from raw rows: for a query naming
+   * at most two dimensions, from the hours' and days' projections on them
+   * (projections.ts), else (or for a period whose projections are not whole)
+   * from every combination of dimension values.
+   */
   async usage(tenant: string, query: UsageQuery, windowMs: number, limit: number): Promise<UsageRow[]> {
     return this.bounded('a shorter window or fewer dimensions', async (deadline) => {
       const keys = telemetryKeys(this.opts.prefix, tenant);
       const reads = rollupReads(Date.now(), windowMs, query.bucket);
-      const pipeline = this.redis.pipeline();
-      // by its upper-case name ioredis hands HGETALL's reply over as Redis sends it, a flat
-      // field-value array, not as an object built key by key: a read may hold 100,000 cells
-      for (const r of reads) pipeline.call('HGETALL', keys.usage(r.period, r.n));
-      const results = (await pipeline.exec()) ?? [];
-      deadline();
+      const dims = reads.some((r) => r.period === 'minute') ? undefined : projectionFor(query);
       const agg = new UsageAggregator(query);
-      results.forEach(([err, reply], i) => {
-        if (err) throw err;
-        const { period, n } = reads[i] as (typeof reads)[number];
-        const atMs = n * PERIOD_MS[period];
-        const cells = Array.isArray(reply) ? (reply as string[]) : Object.entries(reply as Record<string, string>).flat();
-        for (let j = 0; j + 1 < cells.length; j += 2) agg.add(cells[j] as string, atMs, cells[j + 1] as string);
-      });
+      let full = reads;
+      if (dims !== undefined) {
+        const projected = new UsageAggregator(query, dims);
+        full = await this.readProjections(keys, reads, dims, projected);
+        deadline();
+        agg.merge(projected);
+      }
+      if (full.length > 0) await this.readFull(keys, full, agg);
+      deadline();
       return agg.rows(limit);
+    });
+  }
+
+  /** adds each period's projections on `dims` to `agg`; returns the periods without whole projections */
+  private async readProjections(keys: TelemetryKeys, reads: RollupRead[], dims: Dimension[], agg: UsageAggregator): Promise<RollupRead[]> {
+    const names = projectionsRead(dims);
+    const pipeline = this.redis.pipeline();
+    for (const r of reads) for (const name of names) pipeline.call('HGETALL', keys.projection(r.period, r.n, name));
+    const results = (await pipeline.exec()) ?? [];
+    const missing: RollupRead[] = [];
+    reads.forEach((r, i) => {
+      const hashes = results.slice(i * names.length, (i + 1) * names.length).map(([err, reply]) => {
+        if (err) throw err;
+        return cellsOf(reply);
+      });
+      // no total: no row came after the projections began, or none at all; the full rollup tells
+      if ((hashes[0] as Map<string, Counts>).size === 0) missing.push(r);
+      else for (const [tuple, c] of projectedCells(dims, hashes)) agg.addCounts(tuple, r.n * PERIOD_MS[r.period], c);
+    });
+    return missing;
+  }
+
+  private async readFull(keys: TelemetryKeys, reads: RollupRead[], agg: UsageAggregator): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    // by its upper-case name ioredis hands HGETALL's reply over as Redis sends it, a flat
+    // field-value array, not as an object built key by key: a read may hold 100,000 cells
+    for (const r of reads) pipeline.call('HGETALL', keys.usage(r.period, r.n));
+    const results = (await pipeline.exec()) ?? [];
+    results.forEach(([err, reply], i) => {
+      if (err) throw err;
+      const { period, n } = reads[i] as RollupRead;
+      const atMs = n * PERIOD_MS[period];
+      const cells = flatCells(reply);
+      for (let j = 0; j + 1 < cells.length; j += 2) agg.add(cells[j] as string, atMs, cells[j + 1] as string);
     });
   }
 
@@ -138,6 +176,16 @@ export class StreamReader {
       throw err;
     }
   }
+}
+
+/** HGETALL's reply as a flat field-value array */
+const flatCells = (reply: unknown): string[] => (Array.isArray(reply) ? (reply as string[]) : Object.entries(reply as Record<string, string>).flat());
+
+function cellsOf(reply: unknown): Map<string, Counts> {
+  const flat = flatCells(reply);
+  const out = new Map<string, Counts>();
+  for (let j = 0; j + 1 < flat.length; j += 2) out.set(flat[j] as string, parseCounts(flat[j + 1] as string));
+  return out;
 }
 
 /** an exact-match filter: the column's value as the query spells it (a null value matches nothing) */
