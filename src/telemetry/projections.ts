@@ -3,10 +3,13 @@ import { type Counts, type Dimension, DIMENSION_NAMES, TUPLE_SEP, type UsageQuer
 /**
  * Usage projections: besides the rollup by every dimension (one field per
  * distinct combination of all values, which can run to tens of thousands a
- * day), each hour and day is rolled up by every single dimension and every
- * pair of dimensions, and in total. A read whose group_by and filters name at
- * most two dimensions sums the projection on them, a few hundred fields a
- * period at most, instead of every combination.
+ * day), a finished hour or day is summed once (usage-compactor.ts) by every
+ * single dimension and every pair of dimensions, and in total. A read whose
+ * group_by and filters name at most two dimensions sums the projection on
+ * them, a few hundred fields a period at most, instead of every combination.
+ * A period's marker says its projections are whole: the append script deletes
+ * it when a late row adds to the period, and the period is read from every
+ * combination again until it is summed anew.
  *
  * A projection holds only cells whose values are all set: a row without a
  * team adds nothing to the projections on team (most rows leave most header
@@ -20,6 +23,9 @@ import { type Counts, type Dimension, DIMENSION_NAMES, TUPLE_SEP, type UsageQuer
 /** the name of the projection on `dims` (in DIMENSION_NAMES order); the total is '*' */
 export const projectionName = (dims: readonly Dimension[]): string => (dims.length === 0 ? '*' : dims.join('+'));
 export const TOTAL = projectionName([]);
+/** the name of a period's marker: WHOLE once its projections hold every row of its rollup */
+export const MARKER = '!';
+export const WHOLE = 'whole';
 
 /** pair names by dimension position, made once */
 const PAIR_NAMES: string[][] = DIMENSION_NAMES.map((a, i) => DIMENSION_NAMES.map((b, j) => (i < j ? projectionName([a, b]) : '')));

@@ -1,11 +1,12 @@
 import { GatewayError } from '../errors.js';
 import { redisClient, type RedisClient, type RedisTarget } from '../stores/redis/client.js';
 import { HOUR_MS, hourOf, PERIOD_MS, telemetryKeys, type TelemetryKeys } from './keys.js';
-import { parseCounts, projectedCells, projectionFor, projectionsRead } from './projections.js';
+import { MARKER, parseCounts, projectedCells, projectionFor, projectionsRead, WHOLE } from './projections.js';
 import { rollupReads, type RollupRead } from './rollup-plan.js';
 import type { DecisionRecord, RequestRow } from './row.js';
 import { decodeEntry } from './stream-codec.js';
 import { type Counts, type Dimension, UsageAggregator, type UsageQuery, type UsageRow } from './usage.js';
+import { UsageCompactor } from './usage-compactor.js';
 
 export interface StreamReaderOptions {
   target: RedisTarget;
@@ -28,6 +29,10 @@ export interface StoredRequest {
   decision: DecisionRecord | undefined;
 }
 
+/** a period is summed into projections this long after it ends, when rows still on their way have arrived */
+const SUM_AFTER_MS = 60_000;
+const HOURS_PER_DAY = 24;
+
 /** entries read per XREVRANGE page of the durable list */
 const PAGE = 500;
 
@@ -41,6 +46,7 @@ type Entry = [id: string, fields: string[]];
  */
 export class StreamReader {
   private readonly redis: RedisClient;
+  private readonly compactor: UsageCompactor;
 
   constructor(private readonly opts: StreamReaderOptions) {
     this.redis = redisClient(opts.target, {
@@ -49,6 +55,7 @@ export class StreamReader {
       maxRetriesPerRequest: 1,
     });
     this.redis.on('error', () => undefined);
+    this.compactor = new UsageCompactor(this.redis, opts.prefix, opts.retentionMs);
   }
 
   async start(): Promise<void> {
@@ -105,22 +112,27 @@ export class StreamReader {
   /**
    * Usage of the window ending now, summed from the rollups of its minutes,
    * hours or days (rollup-plan.ts), never from raw rows: for a query naming
-   * at most two dimensions, from the hours' and days' projections on them
-   * (projections.ts), else (or for a period whose projections are not whole)
-   * from every combination of dimension values.
+   * at most two dimensions, from the projections on them of every period
+   * summed whole (projections.ts; a day not yet whole by its hours), the rest
+   * from every combination of dimension values. Finished periods read so are
+   * summed into projections in the background for the next read.
    */
   async usage(tenant: string, query: UsageQuery, windowMs: number, limit: number): Promise<UsageRow[]> {
     return this.bounded('a shorter window or fewer dimensions', async (deadline) => {
       const keys = telemetryKeys(this.opts.prefix, tenant);
-      const reads = rollupReads(Date.now(), windowMs, query.bucket);
+      const now = Date.now();
+      const reads = rollupReads(now, windowMs, query.bucket);
       const dims = reads.some((r) => r.period === 'minute') ? undefined : projectionFor(query);
       const agg = new UsageAggregator(query);
       let full = reads;
       if (dims !== undefined) {
-        const projected = new UsageAggregator(query, dims);
-        full = await this.readProjections(keys, reads, dims, projected);
+        const plan = await this.projectedPlan(keys, reads, now);
         deadline();
+        const projected = new UsageAggregator(query, dims);
+        await this.readProjections(keys, plan.projected, dims, projected);
         agg.merge(projected);
+        full = plan.full;
+        for (const r of plan.unsummed) this.compactor.compact(tenant, r.period, r.n);
       }
       if (full.length > 0) await this.readFull(keys, full, agg);
       deadline();
@@ -128,23 +140,64 @@ export class StreamReader {
     });
   }
 
-  /** adds each period's projections on `dims` to `agg`; returns the periods without whole projections */
-  private async readProjections(keys: TelemetryKeys, reads: RollupRead[], dims: Dimension[], agg: UsageAggregator): Promise<RollupRead[]> {
+  /** resolves when the projections usage reads started summing are stored (or given up) */
+  compactions(): Promise<void> {
+    return this.compactor.settled();
+  }
+
+  /**
+   * Which of the reads have whole projections and which are read by every
+   * combination (a day without them is taken by its hours up to now); and
+   * the finished periods among them not summed yet.
+   */
+  private async projectedPlan(keys: TelemetryKeys, reads: RollupRead[], nowMs: number): Promise<{ projected: RollupRead[]; full: RollupRead[]; unsummed: RollupRead[] }> {
+    const lastHour = hourOf(nowMs);
+    const hoursOf = (day: number): RollupRead[] => {
+      const out: RollupRead[] = [];
+      for (let h = day * HOURS_PER_DAY; h < (day + 1) * HOURS_PER_DAY && h <= lastHour; h++) out.push({ period: 'hour', n: h });
+      return out;
+    };
+    const candidates = reads.flatMap((r) => (r.period === 'day' ? [r, ...hoursOf(r.n)] : [r]));
+    const pipeline = this.redis.pipeline();
+    for (const r of candidates) pipeline.get(keys.projection(r.period, r.n, MARKER));
+    const markers = (await pipeline.exec()) ?? [];
+    const whole = new Set<string>();
+    markers.forEach(([err, value], i) => {
+      if (err) throw err;
+      const r = candidates[i] as RollupRead;
+      if (value === WHOLE) whole.add(`${r.period} ${r.n}`);
+    });
+    const projected: RollupRead[] = [];
+    const full: RollupRead[] = [];
+    const unsummed: RollupRead[] = [];
+    const finished = (r: RollupRead) => (r.n + 1) * PERIOD_MS[r.period] + SUM_AFTER_MS <= nowMs;
+    const place = (r: RollupRead) => {
+      if (whole.has(`${r.period} ${r.n}`)) return projected.push(r);
+      if (finished(r)) unsummed.push(r);
+      return full.push(r);
+    };
+    for (const r of reads) {
+      if (r.period !== 'day' || whole.has(`day ${r.n}`)) place(r);
+      else {
+        hoursOf(r.n).forEach(place);
+        if (finished(r)) unsummed.push(r);
+      }
+    }
+    return { projected, full, unsummed };
+  }
+
+  private async readProjections(keys: TelemetryKeys, reads: RollupRead[], dims: Dimension[], agg: UsageAggregator): Promise<void> {
     const names = projectionsRead(dims);
     const pipeline = this.redis.pipeline();
     for (const r of reads) for (const name of names) pipeline.call('HGETALL', keys.projection(r.period, r.n, name));
     const results = (await pipeline.exec()) ?? [];
-    const missing: RollupRead[] = [];
     reads.forEach((r, i) => {
       const hashes = results.slice(i * names.length, (i + 1) * names.length).map(([err, reply]) => {
         if (err) throw err;
         return cellsOf(reply);
       });
-      // no total: no row came after the projections began, or none at all; the full rollup tells
-      if ((hashes[0] as Map<string, Counts>).size === 0) missing.push(r);
-      else for (const [tuple, c] of projectedCells(dims, hashes)) agg.addCounts(tuple, r.n * PERIOD_MS[r.period], c);
+      for (const [tuple, c] of projectedCells(dims, hashes)) agg.addCounts(tuple, r.n * PERIOD_MS[r.period], c);
     });
-    return missing;
   }
 
   private async readFull(keys: TelemetryKeys, reads: RollupRead[], agg: UsageAggregator): Promise<void> {

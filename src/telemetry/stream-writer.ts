@@ -4,40 +4,29 @@ import { drain, DropLog, writerConnection } from '../stores/redis/batch-writer.j
 import { pipelinePerNode, type RedisClient, type RedisTarget } from '../stores/redis/client.js';
 import type { Logger } from './log.js';
 import { HOUR_MS, PERIOD_MS, periodOf, telemetryKeys } from './keys.js';
+import { MARKER } from './projections.js';
 import { MINUTE_ROLLUP_KEEP_MS } from './rollup-plan.js';
 import type { DecisionRecord, RequestRow } from './row.js';
 import { encodeEntry } from './stream-codec.js';
-import { TOTAL } from './projections.js';
-import { type Cells, RollupDeltas } from './rollup-deltas.js';
-import { type Counts, dimensionTuple, rowCounters } from './usage.js';
+import { dimensionTuple, rowCounters } from './usage.js';
 
 interface AppendCommands {
   gwTelemetryAppend(numKeys: number, ...args: string[]): unknown;
 }
 type ScriptedRedis = RedisClient & AppendCommands;
 
-/** One tenant's rows of a batch, of one minute, as the append script takes them. */
+/** One tenant's rows of a batch as the append script takes them. */
 interface Append {
   keys: string[];
   args: string[];
-  rows: PendingRow[];
 }
 
-/** What a row sends, made once, when it is first sent. */
-interface Encoded {
-  /** its id in the append script's seen set: it must not change on a retry */
-  uid: string;
-  values: string;
-  decision: string;
-  tuple: string;
-  counts: Counts;
-}
-
-/** One row waiting for Redis. */
+/** One row waiting for Redis; its script arguments are made once, when it is first sent. */
 interface PendingRow {
   row: RequestRow;
   decision: DecisionRecord;
-  encoded?: Encoded;
+  /** uid, request_id, dimension tuple, cost (nano-USD), tokens in, tokens out, cache hits, row, decision */
+  args?: string[];
 }
 
 export interface StreamWriterOptions {
@@ -115,19 +104,15 @@ export class StreamWriter {
     else this.timer ??= setTimeout(() => this.flush(), FLUSH_MS).unref();
   }
 
-  /** what the row sends, made on its first send and kept for a retry */
-  private encoded(p: PendingRow): Encoded {
-    if (p.encoded) return p.encoded;
-    const c = rowCounters(p.row);
-    const [, values, , decision] = encodeEntry(p.row, p.decision);
-    p.encoded = {
-      uid: `${this.idPrefix}${(this.seq++).toString(36)}`,
-      values,
-      decision,
-      tuple: dimensionTuple(p.row),
-      counts: [1, c.costNano, c.tokensIn, c.tokensOut, c.cacheHits],
-    };
-    return p.encoded;
+  /** the row's script arguments, made on its first send and kept for a retry (its uid must not change) */
+  private argsOf(p: PendingRow): string[] {
+    if (p.args) return p.args;
+    const { row } = p;
+    const c = rowCounters(row);
+    const [, values, , decision] = encodeEntry(row, p.decision);
+    const uid = `${this.idPrefix}${(this.seq++).toString(36)}`;
+    p.args = [uid, row.request_id, dimensionTuple(row), String(c.costNano), String(c.tokensIn), String(c.tokensOut), String(c.cacheHits), values, decision];
+    return p.args;
   }
 
   /** sends what is queued, one batch at a time; resolves when the queue is empty or a batch failed */
@@ -155,30 +140,51 @@ export class StreamWriter {
 
   private async sendBatch(): Promise<void> {
     const batch = this.queue.slice(0, BATCH_ROWS);
-    let rows = batch;
-    let appended = 0;
-    let failure: unknown;
-    // a call whose rows were partly appended before is sent again with the others only
-    while (rows.length > 0 && failure === undefined) {
-      const nodes = await pipelinePerNode(
-        this.redis,
-        this.appends(rows),
-        (a) => a.keys[0] as string,
-        (pipeline, a) => (pipeline as unknown as AppendCommands).gwTelemetryAppend(a.keys.length, ...a.keys, ...a.args),
-        REPLICA_WAIT_MS,
-      );
-      rows = [];
-      for (const node of nodes) {
-        failure ??= node.failure;
-        node.replies.forEach(([err, reply], i) => {
-          if (err) return;
-          if (Array.isArray(reply)) rows.push(...(node.items[i] as Append).rows.filter((_, r) => Number(reply[r]) === 0));
-          else appended += Number(reply);
-        });
-      }
+    // one script call per tenant and UTC minute: its keys once, nine arguments per row
+    const groups = new Map<string, { tenant: string; at: number; args: string[] }>();
+    for (const p of batch) {
+      const at = Date.parse(p.row.ts);
+      const id = `${periodOf('minute', at)} ${p.row.tenant_id}`;
+      let g = groups.get(id);
+      if (!g) groups.set(id, (g = { tenant: p.row.tenant_id, at, args: [] }));
+      g.args.push(...this.argsOf(p));
     }
+    const appends: Append[] = [...groups.values()].map(({ tenant, at, args }) => {
+      const keys = telemetryKeys(this.opts.prefix, tenant);
+      const [minute, hour, day] = [periodOf('minute', at), periodOf('hour', at), periodOf('day', at)];
+      return {
+        // every key carries the tenant's hash tag: one slot per call
+        keys: [
+          keys.rows,
+          keys.seen(hour),
+          keys.index(hour),
+          keys.usage('minute', minute),
+          keys.usage('hour', hour),
+          keys.usage('day', day),
+          keys.projection('hour', hour, MARKER),
+          keys.projection('day', day, MARKER),
+        ],
+        args: [
+          String(this.opts.retentionMs),
+          String(REMEMBER_MS),
+          String(MINUTE_ROLLUP_KEEP_MS),
+          String((minute + 1) * PERIOD_MS.minute),
+          String((hour + 1) * PERIOD_MS.hour),
+          String((day + 1) * PERIOD_MS.day),
+          ...args,
+        ],
+      };
+    });
+    const nodes = await pipelinePerNode(
+      this.redis,
+      appends,
+      (a) => a.keys[0] as string,
+      (pipeline, a) => (pipeline as unknown as AppendCommands).gwTelemetryAppend(a.keys.length, ...a.keys, ...a.args),
+      REPLICA_WAIT_MS,
+    );
     // a row counts once, when first appended: a batch sent again skips it
-    this.opts.onAppended(appended);
+    this.opts.onAppended(nodes.reduce((n, node) => node.replies.reduce((m, [err, added]) => (err ? m : m + Number(added)), n), 0));
+    const failure = nodes.find((node) => node.failure !== undefined)?.failure;
     if (failure === undefined) this.queue.splice(0, batch.length);
     else {
       this.opts.onAppendFailed();
@@ -186,48 +192,4 @@ export class StreamWriter {
     }
     this.drops.report(false);
   }
-
-  /** one script call per tenant and UTC minute: its keys once, four arguments per row, then the usage they add */
-  private appends(rows: readonly PendingRow[]): Append[] {
-    const groups = new Map<string, { tenant: string; at: number; rows: PendingRow[] }>();
-    for (const p of rows) {
-      const at = Date.parse(p.row.ts);
-      const id = `${periodOf('minute', at)} ${p.row.tenant_id}`;
-      let g = groups.get(id);
-      if (!g) groups.set(id, (g = { tenant: p.row.tenant_id, at, rows: [] }));
-      g.rows.push(p);
-    }
-    return [...groups.values()].map(({ tenant, at, rows: own }) => {
-      const keys = telemetryKeys(this.opts.prefix, tenant);
-      const [minute, hour, day] = [periodOf('minute', at), periodOf('hour', at), periodOf('day', at)];
-      const expiry = {
-        minute: String((minute + 1) * PERIOD_MS.minute + MINUTE_ROLLUP_KEEP_MS),
-        hour: String((hour + 1) * PERIOD_MS.hour + this.opts.retentionMs),
-        day: String((day + 1) * PERIOD_MS.day + this.opts.retentionMs),
-      };
-      const deltas = new RollupDeltas();
-      const args = [String(this.opts.retentionMs), String(REMEMBER_MS), String((hour + 1) * PERIOD_MS.hour), String(own.length)];
-      for (const p of own) {
-        const e = this.encoded(p);
-        args.push(e.uid, p.row.request_id, e.values, e.decision);
-        deltas.add(e.tuple, e.counts);
-      }
-      // every key carries the tenant's hash tag: one slot per call
-      const callKeys = [keys.rows, keys.seen(hour), keys.index(hour), keys.usage('minute', minute), keys.usage('hour', hour), keys.usage('day', day)];
-      pushCells(args, callKeys.length - 2, [expiry.minute, expiry.hour, expiry.day], deltas.tuples);
-      const projections = deltas.projections();
-      // the total first (keys 7 and 8: the script tells by it whether a period's projections are whole), then the rest
-      for (const name of [TOTAL, ...[...projections.keys()].filter((n) => n !== TOTAL)]) {
-        callKeys.push(keys.projection('hour', hour, name), keys.projection('day', day, name));
-        pushCells(args, callKeys.length - 1, [expiry.hour, expiry.day], projections.get(name) as Cells);
-      }
-      return { keys: callKeys, args, rows: own };
-    });
-  }
-}
-
-/** a group of the append script's arguments: keys first…first+n-1 (1-based) with their expiries take `cells` */
-function pushCells(args: string[], first: number, expiries: string[], cells: Cells): void {
-  args.push(String(first), String(expiries.length), ...expiries, String(cells.size));
-  for (const [field, c] of cells) args.push(field, String(c[0]), String(c[1]), String(c[2]), String(c[3]), String(c[4]));
 }

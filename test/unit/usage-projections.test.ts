@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { projectedCells, projectionFor, projectionsRead } from '../../src/telemetry/projections.js';
-import { RollupDeltas } from '../../src/telemetry/rollup-deltas.js';
+import { ProjectionSums } from '../../src/telemetry/projection-sums.js';
 import { type Bucket, type Counts, type Dimension, DIMENSION_NAMES, TUPLE_SEP, UsageAggregator, type UsageQuery, type UsageRow } from '../../src/telemetry/usage.js';
 
 const HOUR = 3_600_000;
@@ -29,16 +29,16 @@ function randomCells(seed: number, count: number): Array<{ tuple: string; atMs: 
 const canonical = (rows: UsageRow[]): string[] => rows.map((r) => JSON.stringify(r)).sort();
 
 type Cell = ReturnType<typeof randomCells>[number];
-type Projections = ReturnType<RollupDeltas['projections']>;
+type Projections = ProjectionSums['byName'];
 
 /** each hour's projections, summed the way the store holds them */
 function hourProjections(cells: Cell[]): Map<number, Projections> {
-  const hours = new Map<number, RollupDeltas>();
+  const hours = new Map<number, ProjectionSums>();
   for (const { tuple, atMs, c } of cells) {
-    if (!hours.has(atMs)) hours.set(atMs, new RollupDeltas());
+    if (!hours.has(atMs)) hours.set(atMs, new ProjectionSums());
     hours.get(atMs)?.add(tuple, c);
   }
-  return new Map([...hours].map(([atMs, deltas]) => [atMs, deltas.projections()]));
+  return new Map([...hours].map(([atMs, sums]) => [atMs, sums.byName]));
 }
 
 /** the query's answer from every combination, and from the projections of each hour */

@@ -169,9 +169,8 @@ export function perNode<T>(client: RedisClient, items: readonly T[], keyOf: (ite
   return [...groups.values()];
 }
 
-/** What one master answered: its commands' items and each one's reply in order, and the failure that makes its batch one to send again. */
-export interface NodeReplies<T> {
-  items: readonly T[];
+/** What one master answered: each command's reply in order, and the failure that makes its batch one to send again. */
+export interface NodeReplies {
   replies: Array<[Error | null, unknown]>;
   /** the pipeline failed, a command failed, or (with `replicaWaitMs`) no replica confirmed in time */
   failure?: unknown;
@@ -188,7 +187,7 @@ export function pipelinePerNode<T>(
   keyOf: (item: T) => string,
   queue: (pipeline: ChainableCommander, item: T) => void,
   replicaWaitMs?: number,
-): Promise<NodeReplies<T>[]> {
+): Promise<NodeReplies[]> {
   return Promise.all(
     perNode(client, items, keyOf).map(async (batch) => {
       const pipeline = client.pipeline();
@@ -199,11 +198,11 @@ export function pipelinePerNode<T>(
       try {
         replies = (await pipeline.exec()) ?? [];
       } catch (failure) {
-        return { items: batch.items, replies: [], failure };
+        return { replies: [], failure };
       }
       const [waitErr, acks] = awaitReplica ? (replies.pop() ?? [new Error('no reply to WAIT')]) : [null, 1];
       const failure = replies.find(([err]) => err)?.[0] ?? waitErr ?? (Number(acks) < 1 ? new Error('no replica confirmed the batch in time') : undefined);
-      return failure === undefined ? { items: batch.items, replies } : { items: batch.items, replies, failure };
+      return failure === undefined ? { replies } : { replies, failure };
     }),
   );
 }
