@@ -169,19 +169,14 @@ export class StreamReader {
     });
     const projected: RollupRead[] = [];
     const full: RollupRead[] = [];
-    const unsummed: RollupRead[] = [];
+    const isWhole = (r: RollupRead) => whole.has(`${r.period} ${r.n}`);
     const finished = (r: RollupRead) => (r.n + 1) * PERIOD_MS[r.period] + SUM_AFTER_MS <= nowMs;
-    const place = (r: RollupRead) => {
-      if (whole.has(`${r.period} ${r.n}`)) return projected.push(r);
-      if (finished(r)) unsummed.push(r);
-      return full.push(r);
-    };
+    const unsummed = candidates.filter((r) => !isWhole(r) && finished(r));
+    const place = (r: RollupRead) => (isWhole(r) ? projected : full).push(r);
     for (const r of reads) {
-      if (r.period !== 'day' || whole.has(`day ${r.n}`)) place(r);
-      else {
-        hoursOf(r.n).forEach(place);
-        if (finished(r)) unsummed.push(r);
-      }
+      // a day not summed is taken by its hours once they are (all but the latest), else whole from every combination
+      if (r.period === 'day' && !isWhole(r) && hoursOf(r.n).every((h) => isWhole(h) || !finished(h))) hoursOf(r.n).forEach(place);
+      else place(r);
     }
     return { projected, full, unsummed };
   }
