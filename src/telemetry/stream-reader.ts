@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { GatewayError } from '../errors.js';
 import { redisClient, type RedisClient, type RedisTarget } from '../stores/redis/client.js';
 import { HOUR_MS, hourOf, PERIOD_MS, telemetryKeys, type TelemetryKeys } from './keys.js';
@@ -44,16 +45,24 @@ type Entry = [id: string, fields: string[]];
  * the per-hour id index, and usage from the hourly rollups. Every read is
  * bounded; past the bound it is 504 store_timeout with its remedy.
  */
+interface ReadCommands {
+  gwUsageRead(numKeys: number, ...keys: string[]): Promise<string[][]>;
+}
+
+const readScript = readFileSync(new URL('./usage-read.lua', import.meta.url), 'utf8');
+
 export class StreamReader {
-  private readonly redis: RedisClient;
+  private readonly redis: RedisClient & ReadCommands;
   private readonly compactor: UsageCompactor;
 
   constructor(private readonly opts: StreamReaderOptions) {
-    this.redis = redisClient(opts.target, {
+    const redis = redisClient(opts.target, {
       connectionName: `${opts.prefix}telemetry-reader`,
       commandTimeout: opts.boundMs,
       maxRetriesPerRequest: 1,
     });
+    redis.defineCommand('gwUsageRead', { lua: readScript });
+    this.redis = redis as RedisClient & ReadCommands;
     this.redis.on('error', () => undefined);
     this.compactor = new UsageCompactor(this.redis, opts.prefix, opts.retentionMs);
   }
@@ -125,17 +134,19 @@ export class StreamReader {
       const dims = reads.some((r) => r.period === 'minute') ? undefined : projectionFor(query);
       const agg = new UsageAggregator(query);
       let full = reads;
+      let unsummed: RollupRead[] = [];
       if (dims !== undefined) {
         const plan = await this.projectedPlan(keys, reads, now);
         deadline();
         const projected = new UsageAggregator(query, dims);
         await this.readProjections(keys, plan.projected, dims, projected);
         agg.merge(projected);
-        full = plan.full;
-        for (const r of plan.unsummed) this.compactor.compact(tenant, r.period, r.n);
+        ({ full, unsummed } = plan);
       }
       if (full.length > 0) await this.readFull(keys, full, agg);
       deadline();
+      // after the answer, so the summing (one period at a time) never delays it
+      for (const r of unsummed) this.compactor.compact(tenant, r.period, r.n);
       return agg.rows(limit);
     });
   }
@@ -158,12 +169,10 @@ export class StreamReader {
       return out;
     };
     const candidates = reads.flatMap((r) => (r.period === 'day' ? [r, ...hoursOf(r.n)] : [r]));
-    const pipeline = this.redis.pipeline();
-    for (const r of candidates) pipeline.get(keys.projection(r.period, r.n, MARKER));
-    const markers = (await pipeline.exec()) ?? [];
+    // one slot (the tenant's tag): one MGET
+    const markers = await this.redis.mget(candidates.map((r) => keys.projection(r.period, r.n, MARKER)));
     const whole = new Set<string>();
-    markers.forEach(([err, value], i) => {
-      if (err) throw err;
+    markers.forEach((value, i) => {
       const r = candidates[i] as RollupRead;
       if (value === WHOLE) whole.add(`${r.period} ${r.n}`);
     });
@@ -182,15 +191,13 @@ export class StreamReader {
   }
 
   private async readProjections(keys: TelemetryKeys, reads: RollupRead[], dims: Dimension[], agg: UsageAggregator): Promise<void> {
+    if (reads.length === 0) return;
     const names = projectionsRead(dims);
-    const pipeline = this.redis.pipeline();
-    for (const r of reads) for (const name of names) pipeline.call('HGETALL', keys.projection(r.period, r.n, name));
-    const results = (await pipeline.exec()) ?? [];
+    const hashKeys = reads.flatMap((r) => names.map((name) => keys.projection(r.period, r.n, name)));
+    // a few small hashes a period: one script call, not a command each
+    const results = await this.redis.gwUsageRead(hashKeys.length, ...hashKeys);
     reads.forEach((r, i) => {
-      const hashes = results.slice(i * names.length, (i + 1) * names.length).map(([err, reply]) => {
-        if (err) throw err;
-        return cellsOf(reply);
-      });
+      const hashes = results.slice(i * names.length, (i + 1) * names.length).map(cellsOf);
       for (const [tuple, c] of projectedCells(dims, hashes)) agg.addCounts(tuple, r.n * PERIOD_MS[r.period], c);
     });
   }

@@ -23,14 +23,17 @@ const slice = () => new Promise<void>((r) => setImmediate(r));
 
 /**
  * Sums finished hours and days into their projections (projections.ts), once
- * per period, in the background: the period is claimed in Redis (so one
- * process does it), its rollup read, summed here in slices, and stored with
- * its marker, unless a late row arrived meanwhile. Until then, and after a
- * late row, reads take the period from its rollup by every dimension.
+ * per period, in the background and one period at a time: the period is
+ * claimed in Redis (so one process does it), its rollup read, summed here in
+ * slices, and stored with its marker, unless a late row arrived meanwhile.
+ * Until then, and after a late row, reads take the period from its rollup by
+ * every dimension.
  */
 export class UsageCompactor {
   private readonly redis: CompactingRedis;
-  private readonly running = new Map<string, Promise<void>>();
+  /** periods waiting to be summed, by id; summed one at a time, in order */
+  private readonly queue = new Map<string, { tenant: string; period: RollupPeriod; n: number }>();
+  private worker: Promise<void> | undefined;
 
   constructor(
     redis: RedisClient,
@@ -42,19 +45,30 @@ export class UsageCompactor {
     this.redis = redis as CompactingRedis;
   }
 
-  /** starts summing the period unless this process is at it already; a failure leaves it to a later read */
+  /** queues the period for summing unless it is queued already; a failure leaves it to a later read */
   compact(tenant: string, period: RollupPeriod, n: number): void {
-    const id = `${tenant} ${period} ${n}`;
-    if (this.running.has(id)) return;
-    const run = this.run(tenant, period, n)
-      .catch(() => undefined)
-      .finally(() => this.running.delete(id));
-    this.running.set(id, run);
+    this.queue.set(`${tenant} ${period} ${n}`, { tenant, period, n });
+    this.kick();
   }
 
-  /** resolves when every compaction under way has ended */
+  private kick(): void {
+    if (this.worker || this.queue.size === 0) return;
+    this.worker = this.work().finally(() => {
+      this.worker = undefined;
+      this.kick();
+    });
+  }
+
+  /** resolves when every queued period has been summed (or given up) */
   async settled(): Promise<void> {
-    while (this.running.size > 0) await Promise.all(this.running.values());
+    while (this.worker) await this.worker;
+  }
+
+  private async work(): Promise<void> {
+    for (const [id, p] of this.queue) {
+      await this.run(p.tenant, p.period, p.n).catch(() => undefined);
+      this.queue.delete(id);
+    }
   }
 
   private async run(tenant: string, period: RollupPeriod, n: number): Promise<void> {
