@@ -14,6 +14,8 @@ export function telemetryKeys(prefix: string, tenantId: string) {
     seen: (hour: number) => `${base}seen:${hour}`,
     /** usage counters of one rollup period (a UTC minute, hour or day, by its number), by dimension tuple */
     usage: (period: RollupPeriod, n: number) => `${base}${ROLLUP_KEY[period]}:${n}`,
+    /** usage counters of one hour or day by the values of a projection's dimensions (projections.ts) */
+    projection: (period: RollupPeriod, n: number, name: string) => `${base}${ROLLUP_KEY[period]}:${n}:${name}`,
   };
 }
 

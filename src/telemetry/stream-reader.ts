@@ -1,10 +1,13 @@
+import { readFileSync } from 'node:fs';
 import { GatewayError } from '../errors.js';
 import { redisClient, type RedisClient, type RedisTarget } from '../stores/redis/client.js';
-import { HOUR_MS, hourOf, PERIOD_MS, telemetryKeys } from './keys.js';
-import { rollupReads } from './rollup-plan.js';
+import { HOUR_MS, hourOf, PERIOD_MS, telemetryKeys, type TelemetryKeys } from './keys.js';
+import { MARKER, parseCounts, projectedCells, projectionFor, projectionsRead, WHOLE } from './projections.js';
+import { rollupReads, type RollupRead } from './rollup-plan.js';
 import type { DecisionRecord, RequestRow } from './row.js';
 import { decodeEntry } from './stream-codec.js';
-import { UsageAggregator, type UsageQuery, type UsageRow } from './usage.js';
+import { type Counts, type Dimension, UsageAggregator, type UsageQuery, type UsageRow } from './usage.js';
+import { UsageCompactor } from './usage-compactor.js';
 
 export interface StreamReaderOptions {
   target: RedisTarget;
@@ -27,6 +30,10 @@ export interface StoredRequest {
   decision: DecisionRecord | undefined;
 }
 
+/** a period is summed into projections this long after it ends, when rows still on their way have arrived */
+const SUM_AFTER_MS = 60_000;
+const HOURS_PER_DAY = 24;
+
 /** entries read per XREVRANGE page of the durable list */
 const PAGE = 500;
 
@@ -38,16 +45,26 @@ type Entry = [id: string, fields: string[]];
  * the per-hour id index, and usage from the hourly rollups. Every read is
  * bounded; past the bound it is 504 store_timeout with its remedy.
  */
+interface ReadCommands {
+  gwUsageRead(numKeys: number, ...keys: string[]): Promise<string[][]>;
+}
+
+const readScript = readFileSync(new URL('./usage-read.lua', import.meta.url), 'utf8');
+
 export class StreamReader {
-  private readonly redis: RedisClient;
+  private readonly redis: RedisClient & ReadCommands;
+  private readonly compactor: UsageCompactor;
 
   constructor(private readonly opts: StreamReaderOptions) {
-    this.redis = redisClient(opts.target, {
+    const redis = redisClient(opts.target, {
       connectionName: `${opts.prefix}telemetry-reader`,
       commandTimeout: opts.boundMs,
       maxRetriesPerRequest: 1,
     });
+    redis.defineCommand('gwUsageRead', { lua: readScript });
+    this.redis = redis as RedisClient & ReadCommands;
     this.redis.on('error', () => undefined);
+    this.compactor = new UsageCompactor(this.redis, opts.prefix, opts.retentionMs);
   }
 
   async start(): Promise<void> {
@@ -101,26 +118,102 @@ export class StreamReader {
     });
   }
 
-  /** Usage of the window ending now, summed from the rollups of its minutes, hours or days (rollup-plan.ts), never from raw rows. */
+  /**
+   * Usage of the window ending now, summed from the rollups of its minutes,
+   * hours or days (rollup-plan.ts), never from raw rows: for a query naming
+   * at most two dimensions, from the projections on them of every period
+   * summed whole (projections.ts; a day not yet whole by its hours), the rest
+   * from every combination of dimension values. Finished periods read so are
+   * summed into projections in the background for the next read.
+   */
   async usage(tenant: string, query: UsageQuery, windowMs: number, limit: number): Promise<UsageRow[]> {
     return this.bounded('a shorter window or fewer dimensions', async (deadline) => {
       const keys = telemetryKeys(this.opts.prefix, tenant);
-      const reads = rollupReads(Date.now(), windowMs, query.bucket);
-      const pipeline = this.redis.pipeline();
-      // by its upper-case name ioredis hands HGETALL's reply over as Redis sends it, a flat
-      // field-value array, not as an object built key by key: a read may hold 100,000 cells
-      for (const r of reads) pipeline.call('HGETALL', keys.usage(r.period, r.n));
-      const results = (await pipeline.exec()) ?? [];
-      deadline();
+      const now = Date.now();
+      const reads = rollupReads(now, windowMs, query.bucket);
+      const dims = reads.some((r) => r.period === 'minute') ? undefined : projectionFor(query);
       const agg = new UsageAggregator(query);
-      results.forEach(([err, reply], i) => {
-        if (err) throw err;
-        const { period, n } = reads[i] as (typeof reads)[number];
-        const atMs = n * PERIOD_MS[period];
-        const cells = Array.isArray(reply) ? (reply as string[]) : Object.entries(reply as Record<string, string>).flat();
-        for (let j = 0; j + 1 < cells.length; j += 2) agg.add(cells[j] as string, atMs, cells[j + 1] as string);
-      });
+      let full = reads;
+      let unsummed: RollupRead[] = [];
+      if (dims !== undefined) {
+        const plan = await this.projectedPlan(keys, reads, now);
+        deadline();
+        const projected = new UsageAggregator(query, dims);
+        await this.readProjections(keys, plan.projected, dims, projected);
+        agg.merge(projected);
+        ({ full, unsummed } = plan);
+      }
+      if (full.length > 0) await this.readFull(keys, full, agg);
+      deadline();
+      // after the answer, so the summing (one period at a time) never delays it
+      for (const r of unsummed) this.compactor.compact(tenant, r.period, r.n);
       return agg.rows(limit);
+    });
+  }
+
+  /** resolves when the projections usage reads started summing are stored (or given up) */
+  compactions(): Promise<void> {
+    return this.compactor.settled();
+  }
+
+  /**
+   * Which of the reads have whole projections and which are read by every
+   * combination (a day without them is taken by its hours up to now); and
+   * the finished periods among them not summed yet.
+   */
+  private async projectedPlan(keys: TelemetryKeys, reads: RollupRead[], nowMs: number): Promise<{ projected: RollupRead[]; full: RollupRead[]; unsummed: RollupRead[] }> {
+    const lastHour = hourOf(nowMs);
+    const hoursOf = (day: number): RollupRead[] => {
+      const out: RollupRead[] = [];
+      for (let h = day * HOURS_PER_DAY; h < (day + 1) * HOURS_PER_DAY && h <= lastHour; h++) out.push({ period: 'hour', n: h });
+      return out;
+    };
+    const candidates = reads.flatMap((r) => (r.period === 'day' ? [r, ...hoursOf(r.n)] : [r]));
+    // one slot (the tenant's tag): one MGET
+    const markers = await this.redis.mget(candidates.map((r) => keys.projection(r.period, r.n, MARKER)));
+    const whole = new Set<string>();
+    markers.forEach((value, i) => {
+      const r = candidates[i] as RollupRead;
+      if (value === WHOLE) whole.add(`${r.period} ${r.n}`);
+    });
+    const projected: RollupRead[] = [];
+    const full: RollupRead[] = [];
+    const isWhole = (r: RollupRead) => whole.has(`${r.period} ${r.n}`);
+    const finished = (r: RollupRead) => (r.n + 1) * PERIOD_MS[r.period] + SUM_AFTER_MS <= nowMs;
+    const unsummed = candidates.filter((r) => !isWhole(r) && finished(r));
+    const place = (r: RollupRead) => (isWhole(r) ? projected : full).push(r);
+    for (const r of reads) {
+      // a day not summed is taken by its hours once they are (all but the latest), else whole from every combination
+      if (r.period === 'day' && !isWhole(r) && hoursOf(r.n).every((h) => isWhole(h) || !finished(h))) hoursOf(r.n).forEach(place);
+      else place(r);
+    }
+    return { projected, full, unsummed };
+  }
+
+  private async readProjections(keys: TelemetryKeys, reads: RollupRead[], dims: Dimension[], agg: UsageAggregator): Promise<void> {
+    if (reads.length === 0) return;
+    const names = projectionsRead(dims);
+    const hashKeys = reads.flatMap((r) => names.map((name) => keys.projection(r.period, r.n, name)));
+    // a few small hashes a period: one script call, not a command each
+    const results = await this.redis.gwUsageRead(hashKeys.length, ...hashKeys);
+    reads.forEach((r, i) => {
+      const hashes = results.slice(i * names.length, (i + 1) * names.length).map(cellsOf);
+      for (const [tuple, c] of projectedCells(dims, hashes)) agg.addCounts(tuple, r.n * PERIOD_MS[r.period], c);
+    });
+  }
+
+  private async readFull(keys: TelemetryKeys, reads: RollupRead[], agg: UsageAggregator): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    // by its upper-case name ioredis hands HGETALL's reply over as Redis sends it, a flat
+    // field-value array, not as an object built key by key: a read may hold 100,000 cells
+    for (const r of reads) pipeline.call('HGETALL', keys.usage(r.period, r.n));
+    const results = (await pipeline.exec()) ?? [];
+    results.forEach(([err, reply], i) => {
+      if (err) throw err;
+      const { period, n } = reads[i] as RollupRead;
+      const atMs = n * PERIOD_MS[period];
+      const cells = flatCells(reply);
+      for (let j = 0; j + 1 < cells.length; j += 2) agg.add(cells[j] as string, atMs, cells[j + 1] as string);
     });
   }
 
@@ -138,6 +231,16 @@ export class StreamReader {
       throw err;
     }
   }
+}
+
+/** HGETALL's reply as a flat field-value array */
+const flatCells = (reply: unknown): string[] => (Array.isArray(reply) ? (reply as string[]) : Object.entries(reply as Record<string, string>).flat());
+
+function cellsOf(reply: unknown): Map<string, Counts> {
+  const flat = flatCells(reply);
+  const out = new Map<string, Counts>();
+  for (let j = 0; j + 1 < flat.length; j += 2) out.set(flat[j] as string, parseCounts(flat[j + 1] as string));
+  return out;
 }
 
 /** an exact-match filter: the column's value as the query spells it (a null value matches nothing) */

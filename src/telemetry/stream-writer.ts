@@ -4,6 +4,7 @@ import { drain, DropLog, writerConnection } from '../stores/redis/batch-writer.j
 import { pipelinePerNode, type RedisClient, type RedisTarget } from '../stores/redis/client.js';
 import type { Logger } from './log.js';
 import { HOUR_MS, PERIOD_MS, periodOf, telemetryKeys } from './keys.js';
+import { MARKER } from './projections.js';
 import { MINUTE_ROLLUP_KEEP_MS } from './rollup-plan.js';
 import type { DecisionRecord, RequestRow } from './row.js';
 import { encodeEntry } from './stream-codec.js';
@@ -153,7 +154,16 @@ export class StreamWriter {
       const [minute, hour, day] = [periodOf('minute', at), periodOf('hour', at), periodOf('day', at)];
       return {
         // every key carries the tenant's hash tag: one slot per call
-        keys: [keys.rows, keys.seen(hour), keys.index(hour), keys.usage('minute', minute), keys.usage('hour', hour), keys.usage('day', day)],
+        keys: [
+          keys.rows,
+          keys.seen(hour),
+          keys.index(hour),
+          keys.usage('minute', minute),
+          keys.usage('hour', hour),
+          keys.usage('day', day),
+          keys.projection('hour', hour, MARKER),
+          keys.projection('day', day, MARKER),
+        ],
         args: [
           String(this.opts.retentionMs),
           String(REMEMBER_MS),

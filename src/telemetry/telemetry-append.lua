@@ -1,9 +1,11 @@
 -- Appends rows of one tenant and one UTC minute: each becomes a stream entry,
 -- its request id is indexed, and its usage is added to the rollups of its
 -- minute, hour and day, unless its row id was appended before (a re-delivered
--- batch counts nothing twice).
+-- batch counts nothing twice). A row added to an hour or day whose projections
+-- were summed (a late row) deletes their marker: they no longer hold every row.
 -- KEYS (one slot: the tenant's tag): 1 the tenant's stream, 2 the hour's seen
--- row ids, 3 the hour's id index, 4..6 the usage rollups of the minute, hour and day.
+-- row ids, 3 the hour's id index, 4..6 the usage rollups of the minute, hour and
+-- day, 7 and 8 the projection markers of the hour and day.
 -- ARGV: 1 retention ms, 2 how long a row id is remembered past its hour (ms),
 -- 3 how long a minute rollup is kept past its minute (ms), 4..6 the end (ms) of
 -- the minute, hour and day; then per row: uid, request_id, dimension tuple,
@@ -58,6 +60,7 @@ for _, key in ipairs(rollups) do
   end
 end
 if added > 0 then
+  redis.call('DEL', KEYS[7], KEYS[8])
   redis.call('PEXPIREAT', KEYS[2], math.max(hourEnd, now) + tonumber(ARGV[2]))
   redis.call('PEXPIREAT', KEYS[3], hourEnd + retention)
   for key, at in pairs(expiry) do

@@ -32,14 +32,15 @@ export const DIMENSION_ALIASES: Readonly<Record<string, Dimension>> = { cost_cen
 export const dimensionNamed = (name: string): Dimension | undefined =>
   name in USAGE_DIMENSIONS ? (name as Dimension) : DIMENSION_ALIASES[name];
 
-const SEP = '\x1f';
+/** joins the dimension values of a rollup field */
+export const TUPLE_SEP = '\x1f';
 
 /** A row's values of every dimension, in DIMENSION_NAMES order, as one rollup field ('' for none). */
 export function dimensionTuple(row: RequestRow): string {
   let out = '';
   for (let i = 0; i < DIMENSION_NAMES.length; i++) {
     const v = row[USAGE_DIMENSIONS[DIMENSION_NAMES[i] as Dimension]];
-    out += (i === 0 ? '' : SEP) + (v === null ? '' : String(v));
+    out += (i === 0 ? '' : TUPLE_SEP) + (v === null ? '' : String(v));
   }
   return out;
 }
@@ -88,12 +89,14 @@ export interface UsageRow {
   [column: string]: string | number | null;
 }
 
-/** One group of the answer: its dimension values and bucket, and its counters in rollup-cell order. */
+/** a rollup cell's counters: requests, cost_nano, tokens_in, tokens_out, cache_hits */
+export type Counts = [number, number, number, number, number];
+
+/** One group of the answer: its dimension values and bucket, and its counters. */
 interface Group {
   values: ReadonlyArray<string | null>;
   bucket: number | undefined;
-  /** requests, cost_nano, tokens_in, tokens_out, cache_hits */
-  c: [number, number, number, number, number];
+  c: Counts;
 }
 
 /** The groups of one combination of grouped values, by bucket start (NO_BUCKET without buckets). */
@@ -106,8 +109,10 @@ const NO_BUCKET = -1;
 
 /**
  * Sums rollup cells into usage rows grouped by the requested dimensions and
- * bucket. A tuple recurs in every period of the window, so what it means for
- * the answer (filtered out, or which group) is worked out once per tuple.
+ * bucket. A cell's tuple holds the values of `layout` (every dimension, or
+ * those of a projection). A tuple recurs in every period of the window, so
+ * what it means for the answer (filtered out, or which group) is worked out
+ * once per tuple.
  */
 export class UsageAggregator {
   /** by the grouped values, joined */
@@ -117,33 +122,61 @@ export class UsageAggregator {
   private readonly filterAt: Array<[number, string]>;
   private readonly groupAt: number[];
 
-  constructor(private readonly query: UsageQuery) {
-    this.filterAt = Object.entries(query.filters).map(([d, v]) => [DIMENSION_NAMES.indexOf(d as Dimension), v]);
-    this.groupAt = query.groupBy.map((d) => DIMENSION_NAMES.indexOf(d));
+  constructor(
+    private readonly query: UsageQuery,
+    layout: readonly Dimension[] = DIMENSION_NAMES,
+  ) {
+    this.filterAt = Object.entries(query.filters).map(([d, v]) => [layout.indexOf(d as Dimension), v]);
+    this.groupAt = query.groupBy.map((d) => layout.indexOf(d));
   }
 
   /** one rollup cell: a dimension tuple, the start of its period (ms) and its value "requests cost_nano tokens_in tokens_out cache_hits" */
   add(tuple: string, atMs: number, value: string): void {
+    const g = this.groupOf(tuple, atMs);
+    if (g) addCounters(g.c, value);
+  }
+
+  /** one rollup cell with its counters parsed */
+  addCounts(tuple: string, atMs: number, c: Counts): void {
+    const g = this.groupOf(tuple, atMs);
+    if (g) for (let i = 0; i < c.length; i++) g.c[i] = (g.c[i] as number) + (c[i] as number);
+  }
+
+  /** the group a cell adds to, undefined when a filter leaves it out */
+  private groupOf(tuple: string, atMs: number): Group | undefined {
     let slot = this.placed.get(tuple);
     if (slot === undefined) {
       slot = this.place(tuple);
       this.placed.set(tuple, slot);
     }
-    if (slot === null) return;
+    if (slot === null) return undefined;
     const bucket = this.query.bucket === undefined ? NO_BUCKET : bucketStart(atMs, this.query.bucket);
     let g = slot.groups.get(bucket);
     if (!g) slot.groups.set(bucket, (g = { values: slot.values, bucket: bucket === NO_BUCKET ? undefined : bucket, c: [0, 0, 0, 0, 0] }));
-    addCounters(g.c, value);
+    return g;
   }
 
   private place(tuple: string): Slot | null {
-    const values = tuple.split(SEP);
+    const values = tuple.split(TUPLE_SEP);
     for (const [i, v] of this.filterAt) if (values[i] !== v) return null;
     const picked = this.groupAt.map((i) => (values[i] === '' ? null : (values[i] as string)));
-    const id = picked.join(SEP);
+    const id = picked.join(TUPLE_SEP);
     let slot = this.slots.get(id);
     if (!slot) this.slots.set(id, (slot = { values: picked, groups: new Map() }));
     return slot;
+  }
+
+  /** adds the groups of another aggregator of the same query (of cells of another layout) */
+  merge(other: UsageAggregator): void {
+    for (const [id, from] of other.slots) {
+      let slot = this.slots.get(id);
+      if (!slot) this.slots.set(id, (slot = { values: from.values, groups: new Map() }));
+      for (const [bucket, g] of from.groups) {
+        const mine = slot.groups.get(bucket);
+        if (mine) for (let i = 0; i < g.c.length; i++) mine.c[i] = (mine.c[i] as number) + (g.c[i] as number);
+        else slot.groups.set(bucket, { ...g, c: [...g.c] });
+      }
+    }
   }
 
   /** by bucket (oldest first), then by cost (highest first) */
@@ -165,7 +198,7 @@ export class UsageAggregator {
 }
 
 /** adds a cell's value "requests cost_nano tokens_in tokens_out cache_hits" to `c`, without splitting it */
-function addCounters(c: Group['c'], value: string): void {
+function addCounters(c: Counts, value: string): void {
   let from = 0;
   for (let i = 0; i < c.length; i++) {
     const space = value.indexOf(' ', from);

@@ -17,6 +17,7 @@ const STORE_TESTS = [
   'test/unit/cache-stores.test.ts',
   'test/integration/spend-cap.test.ts',
   'test/integration/telemetry-replicas.test.ts',
+  'test/integration/usage-projections.test.ts',
   'test/integration/scorecard.test.ts',
 ];
 
