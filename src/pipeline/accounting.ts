@@ -8,7 +8,7 @@ import { bodyDigest } from '../telemetry/retry.js';
 import type { RowSink } from '../telemetry/row-sink.js';
 import type { FinishedRequest, SkillOutcome } from '../telemetry/row.js';
 import type { Caller } from '../tenancy/types.js';
-import type { ServedBy, SkillRecord, StageName } from './types.js';
+import type { DispatchStep, ServedBy, SkillRecord, StageName } from './types.js';
 import type { RelayOutcome } from './relay.js';
 
 /** What every row of a request reads of it, whether it was relayed or refused. */
@@ -32,6 +32,8 @@ interface RequestRecord {
   reservedUsd?: number | undefined;
   /** the rate limit's remaining requests once it admitted the request; undefined: not judged */
   rateLimitRemaining?: number | undefined;
+  /** a call with several destinations: what became of each */
+  dispatch?: DispatchStep[] | undefined;
 }
 
 export interface CallRecord extends RequestRecord {
@@ -99,6 +101,7 @@ export function account(rows: RowSink, rec: CallRecord): number | undefined {
       budget: budgetOf(rec.reservedUsd, billedUnseen ? rec.reservedUsd : cost),
       rateLimit: rateLimitOf(rec.rateLimitRemaining),
       destination: rec.destination,
+      dispatch: rec.dispatch,
       toolFidelity: fidelityOf(rec),
     }),
     rec.answer,
@@ -130,6 +133,7 @@ export function accountRefusal(rows: RowSink, rec: RefusalRecord): void {
       refusal: { stage: rec.stage, type: error.type },
       budget: budgetOf(reserved, 0),
       rateLimit: rec.rateLimitRemaining === undefined && error.type === 'rate_limited' ? { remaining: 0 } : rateLimitOf(rec.rateLimitRemaining),
+      dispatch: rec.dispatch,
     }),
     rec.answer,
   );
@@ -183,6 +187,7 @@ function finishedRequest(rec: RequestRecord, o: OutcomeColumns): FinishedRequest
     budget: o.budget,
     rateLimit: o.rateLimit,
     destination: o.destination,
+    dispatch: o.dispatch,
     toolFidelity: o.toolFidelity,
   };
 }
