@@ -122,6 +122,7 @@ function row(i: number, now: number): { row: RequestRow; decision: DecisionRecor
       rate_limit: null,
       fail_open: null,
       refusal: null,
+      dispatch: null,
     },
   };
 }

@@ -25,6 +25,9 @@ import { Pipeline } from './pipeline/index.js';
 import { queueWaitStage } from './pipeline/overload.js';
 import { installCatalogFile } from './providers/catalog-file.js';
 import { Destinations } from './destinations/index.js';
+import { StoredKeyDestinations } from './destinations/stored-keys.js';
+import { LocalCoolDowns, type CoolDowns } from './stores/cool-downs.js';
+import { RedisCoolDowns } from './stores/redis/cool-downs.js';
 import { destinationModels, readDestinationsFile } from './destinations/file.js';
 import { joinCatalog } from './providers/catalog.js';
 import { Providers, type OriginOverrides } from './providers/index.js';
@@ -124,6 +127,12 @@ function openStore(settings: Settings, log: Logger, metrics?: Metrics): DocStore
   return redis
     ? new RedisDocStore(redis, redisKeys(settings.GW_REDIS_PREFIX), log, { onDataLoss: () => metrics?.storeDataLoss.inc() })
     : new EmbeddedDocStore(settings.GW_DATA_DIR, log);
+}
+
+/** Where a failed destination's cool-down is kept: Redis, shared by every replica, when set; else in process. */
+function openCoolDowns(settings: Settings): CoolDowns {
+  const redis = redisTargetOf(settings);
+  return redis ? new RedisCoolDowns(redis, redisKeys(settings.GW_REDIS_PREFIX)) : new LocalCoolDowns();
 }
 
 /** What holds the shared state, as /healthz's levers and the start line name it. */
@@ -274,6 +283,9 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     const spendCaps = new SpendCaps({ docs: store, meter, metrics, log });
     releases.push(() => spendCaps.close());
     const rateLimiter = new RateLimiter({ meter, metrics, log });
+    const coolDowns = openCoolDowns(settings);
+    await coolDowns.start();
+    releases.push(() => coolDowns.close());
     const storeTimeoutMs = settings.GW_BYOK_STORE_TIMEOUT_S * 1000;
     const keyring = Keyring.fromSettings(settings.GW_SECRETS_KEY, settings.GW_SECRETS_KEY_PREVIOUS);
     if (keyring.ephemeral) log.info('GW_SECRETS_KEY unset: stored provider keys are sealed under a per-process key and live in memory only');
@@ -353,6 +365,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       admission,
       metering,
       destinations,
+      storedDestinations: new StoredKeyDestinations(coolDowns, settings.GW_DESTINATION_COOLDOWN_S * 1000),
       skills,
     });
 

@@ -20,6 +20,8 @@ const OWN_ORG: IdentifyOptions = { deploymentSecrets: false };
 
 const TenantId = Type.Optional(Type.String({ pattern: '^[a-z0-9_-]{1,64}$' }));
 const Provider = Type.Union(PROVIDER_IDS.map((p) => Type.Literal(p)));
+/** a named key of a provider, beside its unnamed one (merit-order dispatch) */
+const KeyName = Type.Optional(Type.String({ pattern: '^[a-z0-9_-]{1,32}$' }));
 
 export const VendorKeyCreateBody = Type.Object(
   {
@@ -30,12 +32,16 @@ export const VendorKeyCreateBody = Type.Object(
     region: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     project: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     location: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    name: KeyName,
+    merit: Type.Optional(Type.Number({ minimum: 0, maximum: 1e9 })),
+    last_resort: Type.Optional(Type.Boolean()),
+    max_inflight: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
     tenant_id: TenantId,
   },
   { additionalProperties: false },
 );
 const parseCreate = compileSchema(VendorKeyCreateBody);
-export const VendorKeyDeleteBody = Type.Object({ provider: Provider, tenant_id: TenantId }, { additionalProperties: false });
+export const VendorKeyDeleteBody = Type.Object({ provider: Provider, name: KeyName, tenant_id: TenantId }, { additionalProperties: false });
 const parseDelete = compileSchema(VendorKeyDeleteBody);
 export const SpendCapBody = Type.Object(
   {
@@ -90,11 +96,11 @@ export function selfServiceRoutes(deps: SelfServiceDeps): Route[] {
       return { status: 'success', ...stored };
     }),
     post('/api/v1/vendor_key/delete', async (req, body, org) => {
-      const { provider } = parseDelete(body);
+      const { provider, name } = parseDelete(body);
       req.stages.begin('byok_store');
-      const deleted = await vendorKeys.remove(org.org_id, provider, req.stages);
+      const deleted = await vendorKeys.remove(org.org_id, provider, req.stages, name);
       req.stages.end();
-      return { status: 'success', provider, deleted };
+      return { status: 'success', provider, ...(name !== undefined && { name }), deleted };
     }),
     post('/api/v1/spend_cap/update', async (req, body, org) => {
       const input = parseSpendCap(body);

@@ -10,6 +10,7 @@ import { failureKind, type Upstream } from '../upstream/client.js';
 import type { OriginHealth } from '../upstream/health.js';
 import { requestWhole, type WholeReply } from '../upstream/whole.js';
 import { AdapterSlots, NoRoomNow, ServerRefusal, type LoraServer } from './adapters.js';
+import { DrainWindow } from './drain.js';
 import type { DestinationEntry } from './file.js';
 
 export interface DestinationsDeps {
@@ -65,9 +66,6 @@ function loraServer(upstream: Upstream, e: DestinationEntry): LoraServer {
 
 const NONE_TRIED: ReadonlySet<string> = new Set();
 
-/** Calls finished within this window measure how fast destinations drain, for Retry-After. */
-const DRAIN_WINDOW_S = 10;
-
 /**
  * The operator's self-hosted model servers (GW_DESTINATIONS_FILE): which
  * serve a model, which is reachable, and the merit order a call tries them
@@ -78,16 +76,15 @@ const DRAIN_WINDOW_S = 10;
  */
 export class Destinations implements DestinationRouter {
   private readonly all: Destination[];
-  /** calls ended per second of the drain window, and which second each slot counts */
-  private readonly drained = new Array<number>(DRAIN_WINDOW_S).fill(0);
-  private readonly drainedSecond = new Array<number>(DRAIN_WINDOW_S).fill(-1);
+  private readonly drain: DrainWindow;
 
   constructor(
     entries: readonly DestinationEntry[],
     private readonly deps: DestinationsDeps,
-    private readonly clock: () => number = Date.now,
+    clock: () => number = Date.now,
   ) {
     this.all = entries.map((e) => new Destination(e, deps));
+    this.drain = new DrainWindow(clock);
   }
 
   /** Rebuilds what each destination has loaded from its server's model list (after a gateway restart); an unreachable server starts empty. */
@@ -146,7 +143,7 @@ export class Destinations implements DestinationRouter {
       return this.routed(d, model, adapter, unpin);
     }
     if (unreachable) throw unreachable;
-    throw new GatewayError('overloaded', `every destination serving ${model} is at its concurrency limit`, { summary: true, retryAfterS: this.retryAfterS() });
+    throw new GatewayError('overloaded', `every destination serving ${model} is at its concurrency limit`, { summary: true, retryAfterS: this.drain.retryAfterS() });
   }
 
   private meritOrder(ds: readonly Destination[]): Destination[] {
@@ -168,7 +165,7 @@ export class Destinations implements DestinationRouter {
         released = true;
         d.inflight--;
         if (adapter) unpin();
-        this.noteEnded();
+        this.drain.noteEnded();
       },
     };
   }
@@ -176,25 +173,6 @@ export class Destinations implements DestinationRouter {
   private unreachable(d: Destination, err: unknown): GatewayError {
     this.deps.health.failed(d.entry.origin);
     return new GatewayError('upstream_unavailable', `destination ${d.id} could not be reached to load an adapter`, { cause: err });
-  }
-
-  private noteEnded(): void {
-    const second = Math.floor(this.clock() / 1000);
-    const i = second % DRAIN_WINDOW_S;
-    if (this.drainedSecond[i] !== second) {
-      this.drainedSecond[i] = second;
-      this.drained[i] = 0;
-    }
-    this.drained[i] = (this.drained[i] as number) + 1;
-  }
-
-  /** seconds until a slot is likely free, from how many calls ended in the last window: 1 to 30 (30 when none did) */
-  private retryAfterS(): number {
-    const second = Math.floor(this.clock() / 1000);
-    let recent = 0;
-    for (let i = 0; i < DRAIN_WINDOW_S; i++) if ((this.drainedSecond[i] as number) > second - DRAIN_WINDOW_S) recent += this.drained[i] as number;
-    if (recent === 0) return 30;
-    return Math.min(30, Math.max(1, Math.ceil(DRAIN_WINDOW_S / recent)));
   }
 }
 

@@ -9,7 +9,7 @@ import { bodyDigest } from '../telemetry/retry.js';
 import type { RowSink } from '../telemetry/row-sink.js';
 import type { FinishedRequest, SkillOutcome } from '../telemetry/row.js';
 import type { Caller } from '../tenancy/types.js';
-import type { ServedBy, SkillRecord, StageName } from './types.js';
+import type { DispatchStep, ServedBy, SkillRecord, StageName } from './types.js';
 import type { RelayOutcome } from './relay.js';
 
 /** What every row of a request reads of it, whether it was relayed or refused. */
@@ -33,6 +33,8 @@ interface RequestRecord {
   reservedUsd?: number | undefined;
   /** the rate limit's remaining requests once it admitted the request; undefined: not judged */
   rateLimitRemaining?: number | undefined;
+  /** a call with several destinations: what became of each */
+  dispatch?: DispatchStep[] | undefined;
 }
 
 export interface CallRecord extends RequestRecord {
@@ -111,6 +113,7 @@ export function account(rows: RowSink, rec: CallRecord): number | undefined {
       budget: budgetOf(rec.reservedUsd, billedUnseen ? rec.reservedUsd : cost),
       rateLimit: rateLimitOf(rec.rateLimitRemaining),
       destination: rec.destination,
+      dispatch: rec.dispatch,
       toolFidelity: fidelityOf(rec),
     }),
     rec.answer,
@@ -142,6 +145,7 @@ export function accountRefusal(rows: RowSink, rec: RefusalRecord): void {
       refusal: { stage: rec.stage, type: error.type },
       budget: budgetOf(reserved, 0),
       rateLimit: rec.rateLimitRemaining === undefined && error.type === 'rate_limited' ? { remaining: 0 } : rateLimitOf(rec.rateLimitRemaining),
+      dispatch: rec.dispatch,
     }),
     rec.answer,
   );
@@ -195,6 +199,7 @@ function finishedRequest(rec: RequestRecord, skills: RequestRecord['skills'], o:
     budget: o.budget,
     rateLimit: o.rateLimit,
     destination: o.destination,
+    dispatch: o.dispatch,
     toolFidelity: o.toolFidelity,
   };
 }

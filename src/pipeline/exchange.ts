@@ -2,7 +2,7 @@ import type { Presented } from '../http/credentials.js';
 import type { GatewayRequest, ResponseSink, Surface } from '../http/types.js';
 import type { Caller } from '../tenancy/types.js';
 import type { RelayOutcome } from './relay.js';
-import { ADMITTED, type Admission, type Call, type Plan, type ReplyTap, type RequestFacts, type RouteRow, type ServedBy, type SkillChoices, type SkillReports, type StageName } from './types.js';
+import { ADMITTED, type Admission, type Call, type DispatchStep, type Plan, type ReplyTap, type RequestFacts, type RouteRow, type ServedBy, type SkillChoices, type SkillReports, type StageName } from './types.js';
 
 /** One request's way through the stages: what each stage learnt, in one object per request. */
 export class Exchange implements RequestFacts {
@@ -35,6 +35,8 @@ export class Exchange implements RequestFacts {
   failOpenReason: string | undefined;
   /** the self-hosted destination that served the call, if one did */
   destination: ServedBy | undefined;
+  /** a call with several destinations: what became of each (read at accounting) */
+  dispatchSteps: (() => DispatchStep[]) | undefined;
   /** the call's spend-cap reservation (USD) until it is settled, for the decision record (undefined: none made) */
   reservedUsd: number | undefined;
   /** the rate limit's remaining requests once it admitted the request (undefined: not judged) */

@@ -2,12 +2,8 @@ import { GatewayError } from '../errors.js';
 import type { HeaderList } from '../http/types.js';
 import { failureKind } from '../upstream/client.js';
 import { DelegatingSink } from './delegating-sink.js';
+import type { HoldRule } from './types.js';
 
-/** Which failures of an attempt another attempt may mend: held back rather than written. */
-export interface HoldRule {
-  status(status: number): boolean;
-  error(err: unknown): boolean;
-}
 
 /** Vendor answers after which the next candidate is tried: rate limited, or failed on its side. */
 const retryableStatus = (status: number): boolean => status === 429 || status >= 500;
@@ -30,14 +26,19 @@ export const neverConnected = (err: unknown): boolean => err instanceof GatewayE
  * may follow: a failure `rule` holds (for the next candidate: a vendor 429 or
  * 5xx, an upstream that could not be reached or did not answer) is held back
  * instead of written (`heldBack` tells the pipeline to try again,
- * `heldError` is the gateway's failure, if it was one). Anything else, and
- * everything once the status line is out, passes through.
+ * `heldError` is the gateway's failure, if it was one, `heldStatus` the
+ * vendor's status). `replay` writes what was held after all, when no other
+ * attempt is left. Anything else, and everything once the status line is
+ * out, passes through.
  */
 export class FallbackSink extends DelegatingSink {
   /** this attempt's failure was held back */
   heldBack = false;
   /** the gateway's error held back (undefined when a vendor answer was) */
   heldError: unknown;
+  /** the vendor answer's status held back (0 when the gateway's error was) */
+  heldStatus = 0;
+  private held: (() => void) | undefined;
 
   constructor(
     inner: ConstructorParameters<typeof DelegatingSink>[0],
@@ -47,14 +48,25 @@ export class FallbackSink extends DelegatingSink {
   }
 
   override send(status: number, headers: HeaderList, body: Uint8Array | string): void {
-    if (!this.inner.started && this.rule.status(status)) this.heldBack = true;
-    else this.inner.send(status, headers, body);
+    if (!this.inner.started && this.rule.status(status)) {
+      this.heldBack = true;
+      this.heldStatus = status;
+      this.held = () => this.inner.send(status, headers, body);
+    } else this.inner.send(status, headers, body);
   }
 
   override fail(err: unknown, extraHeaders?: HeaderList): void {
     if (!this.inner.started && this.rule.error(err)) {
       this.heldBack = true;
       this.heldError = err;
+      this.held = () => this.inner.fail(err, extraHeaders);
     } else this.inner.fail(err, extraHeaders);
+  }
+
+  /** writes the held failure to the caller: no other attempt is left to mend it */
+  replay(): void {
+    const held = this.held;
+    this.held = undefined;
+    held?.();
   }
 }

@@ -11,7 +11,7 @@ import type { UpstreamInflight } from '../upstream/inflight.js';
 import { Exchange } from './exchange.js';
 import type { RelayDeps, RelayLimits } from './relay.js';
 import { runStages } from './runner.js';
-import { accountFor, accountRefusalFor, authenticateStage, dispatch, dispatchStage, planStage, PolicyList, sendAnswer, skillsStage, tryCandidate, type AccountingDeps, type DispatchDeps } from './stages.js';
+import { accountFor, accountRefusalFor, authenticateStage, dispatch, dispatchStage, planStage, PolicyList, sendAnswer, skillsStage, tryCandidate, type AccountingDeps, type DispatchDeps, type StoredKeyDispatch } from './stages.js';
 import { NO_SKILLS, type DestinationRouter, type Fallback, type PolicyStage, type RouteRow, type RowSink, type SkillsStage, type Stage, type Verdict } from './types.js';
 
 export interface PipelineDeps {
@@ -35,6 +35,8 @@ export interface PipelineDeps {
   rows: RowSink;
   /** the operator's self-hosted model servers (GW_DESTINATIONS_FILE), if any */
   destinations?: DestinationRouter;
+  /** an org's several stored keys of one provider, tried in merit order */
+  storedDestinations: StoredKeyDispatch;
 }
 
 const SERVED_DIRECTLY: HeaderList = [
@@ -75,7 +77,7 @@ export class Pipeline {
 
   constructor(private readonly deps: PipelineDeps) {
     const relayDeps: RelayDeps = { upstream: deps.upstream, metrics: deps.metrics, limits: deps.limits, health: deps.health, inflight: deps.inflight };
-    this.dispatchDeps = { providers: deps.providers, storedKeys: deps.storedKeys, relay: relayDeps, located: [...deps.admission, ...deps.metering].filter((p) => p.located), destinations: deps.destinations };
+    this.dispatchDeps = { providers: deps.providers, storedKeys: deps.storedKeys, relay: relayDeps, located: [...deps.admission, ...deps.metering].filter((p) => p.located), destinations: deps.destinations, storedDestinations: deps.storedDestinations };
     this.accounting = { rows: deps.rows, metrics: deps.metrics };
     this.metering = new PolicyList('metering', deps.metering, 'metering_', true);
     this.stages = [

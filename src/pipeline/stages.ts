@@ -2,19 +2,19 @@ import { GatewayError } from '../errors.js';
 import type { Presented } from '../http/credentials.js';
 import type { GatewayRequest, HeaderList, ResponseSink } from '../http/types.js';
 import type { Providers } from '../providers/index.js';
-import type { UpstreamRequest } from '../providers/types.js';
+import type { ProviderId, UpstreamRequest } from '../providers/types.js';
 import type { Directory } from '../tenancy/directory.js';
 import type { Caller } from '../tenancy/types.js';
-import type { StoredKeys } from '../tenancy/vendor-keys.js';
+import type { StoredDestination, StoredKeys } from '../tenancy/vendor-keys.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import { account, accountRefusal } from './accounting.js';
 import { authenticate, presentedCredentials } from './auth.js';
 import { resolveCredential } from './credentials.js';
 import type { Exchange } from './exchange.js';
 import { forwardHeaders } from './forward-headers.js';
-import { FallbackSink, NEXT_CANDIDATE, neverConnected, type HoldRule } from './fallback.js';
+import { FallbackSink, NEXT_CANDIDATE, neverConnected } from './fallback.js';
 import { relay, type RelayDeps, type RelayOutcome } from './relay.js';
-import { CONTINUE, type Answer, type Call, type Candidate, type CandidateCall, type DestinationRouter, type Fallback, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
+import { CONTINUE, type Answer, type Call, type Candidate, type CandidateCall, type DestinationPicker, type DestinationRouter, type DispatchOutcome, type DispatchStep, type Fallback, type HoldRule, type PickedDestination, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
 
 export const authenticateStage = (directory: Directory): Stage<Exchange> => ({
   name: 'authenticate',
@@ -53,6 +53,7 @@ export function tryCandidate(ex: Exchange, plan: Plan): void {
   ex.plan = plan;
   ex.unskilled = undefined;
   ex.heldBack = false;
+  ex.dispatchSteps = undefined;
   ex.call = callOf(ex, caller, plan);
   const meta = ex.res.meta;
   meta.provider = plan.provider;
@@ -198,6 +199,13 @@ export interface DispatchDeps {
   located: readonly PolicyStage[];
   /** the operator's self-hosted servers, when GW_DESTINATIONS_FILE names any */
   destinations?: DestinationRouter;
+  /** an org's several stored keys of one provider, tried in merit order */
+  storedDestinations: StoredKeyDispatch;
+}
+
+/** Picks among an org's several stored keys of a provider (src/destinations/stored-keys.ts). */
+export interface StoredKeyDispatch {
+  picker(org: string, provider: ProviderId, keys: readonly StoredDestination[]): DestinationPicker | Promise<DestinationPicker>;
 }
 
 export const SERVED_BY_PIPELINE: HeaderList = [['x-gw-served-by', 'pipeline']];
@@ -212,7 +220,7 @@ export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: Heade
   const { req } = ex;
   const plan = ex.plan as Plan;
   const call = ex.call as NonNullable<Exchange['call']>;
-  if (deps.destinations && deps.providers.servedByDestinations(call.provider)) return dispatchToDestination(deps, deps.destinations, ex, servedBy, body, mayFallBack);
+  if (deps.destinations && deps.providers.servedByDestinations(call.provider)) return dispatchAcross(deps, selfHosted(deps.destinations, call.model), ex, servedBy, body, mayFallBack);
   let resolved;
   try {
     const found = resolveCredential(deps.storedKeys, req, call.org.org_id, plan.presented ?? (ex.presented as NonNullable<Exchange['presented']>), call.provider);
@@ -222,6 +230,10 @@ export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: Heade
     throw err;
   }
   ex.credentialSource = resolved.credential.source;
+  if (resolved.destinations) {
+    const picker = deps.storedDestinations.picker(call.org.org_id, call.provider, resolved.destinations);
+    return dispatchAcross(deps, picker instanceof Promise ? await picker : picker, ex, servedBy, body, mayFallBack);
+  }
   const location = deps.providers.locate(call.provider, resolved.location, call.location);
   for (const policy of deps.located) policy.located?.(call, location);
   const unsigned: UpstreamRequest = {
@@ -258,47 +270,88 @@ async function send(deps: DispatchDeps, ex: Exchange, servedBy: HeaderList, requ
  * A call to a self-hosted model: the destinations pick the server (loading
  * the call's adapter there when needed) and hold its slot until the reply has
  * ended. No caller credential is needed; the server's own key, if any, rides.
- * A load the server refuses is answered with the server's reply. A server
- * that cannot be connected to has been sent nothing, so the call goes to the
- * next destination holding the model; when none is left, that failure is
- * the answer (or, with a further candidate, the next candidate is tried).
+ * A load the server refuses is answered with the server's reply. Only a
+ * server that could not be connected to moves the call on: it was sent
+ * nothing; a server's own answer stands, since it may have run the call.
  */
-async function dispatchToDestination(deps: DispatchDeps, router: DestinationRouter, ex: Exchange, servedBy: HeaderList, body: Buffer, mayFallBack: boolean): Promise<Answer | undefined> {
+function selfHosted(router: DestinationRouter, model: string | undefined): DestinationPicker {
+  return {
+    movesOn: { status: () => false, error: neverConnected },
+    async next(tried) {
+      const routed = await router.route(model, tried);
+      if (routed === undefined || routed.kind === 'refused') return routed;
+      const { destination_id, model_serving_route, price } = routed;
+      return { id: destination_id, credential: routed.credential, origin: routed.origin, location: {}, served: { destination_id, model_serving_route, price }, release: routed.release };
+    },
+  };
+}
+
+/**
+ * A call with several destinations, tried one at a time in the picker's
+ * order: a failure the picker moves on from (before any byte reached the
+ * caller) was held back, and the next destination is tried; when none is
+ * left, the last failure is the answer (or, with a further candidate, the
+ * next candidate is tried). Any other answer stands.
+ */
+async function dispatchAcross(deps: DispatchDeps, picker: DestinationPicker, ex: Exchange, servedBy: HeaderList, body: Buffer, mayFallBack: boolean): Promise<Answer | undefined> {
   const plan = ex.plan as Plan;
-  const call = ex.call as NonNullable<Exchange['call']>;
   const nextCandidate = mayFallBack && (plan.fallbacks?.length ?? 0) > 0;
-  const rule: HoldRule = { status: (s) => nextCandidate && NEXT_CANDIDATE.status(s), error: (e) => neverConnected(e) || (nextCandidate && NEXT_CANDIDATE.error(e)) };
+  const { movesOn } = picker;
+  const rule: HoldRule = { status: (s) => movesOn.status(s) || (nextCandidate && NEXT_CANDIDATE.status(s)), error: (e) => movesOn.error(e) || (nextCandidate && NEXT_CANDIDATE.error(e)) };
+  ex.dispatchSteps = picker.steps;
   const tried = new Set<string>();
-  let unreached: unknown;
+  let failed: FallbackSink | undefined;
   for (;;) {
-    const routed = await router.route(call.model, tried);
-    if (routed === undefined) {
-      // every destination holding the model was tried and none could be connected to
+    const next = picker.next(tried);
+    const picked = next instanceof Promise ? await next : next;
+    if (picked === undefined) {
+      // every destination was tried: the last failure is the answer, unless another candidate may mend it
       if (nextCandidate) ex.heldBack = true;
-      else ex.res.fail(unreached);
+      else failed?.replay();
       return undefined;
     }
-    if (routed.kind === 'refused') return { kind: 'answer', status: routed.status, headers: [...routed.headers, ...servedBy], body: routed.body };
-    tried.add(routed.destination_id);
+    if ('kind' in picked) return { kind: 'answer', status: picked.status, headers: [...picked.headers, ...servedBy], body: picked.body };
+    tried.add(picked.id);
     const sink = new FallbackSink(ex.res, rule);
     try {
-      ex.destination = { destination_id: routed.destination_id, model_serving_route: routed.model_serving_route, price: routed.price };
-      const unsigned: UpstreamRequest = {
-        origin: routed.origin,
-        path: typeof plan.path === 'string' ? plan.path : plan.path({}),
-        method: 'POST',
-        headers: upstreamHeaders(ex),
-        body,
-      };
-      const authorized = deps.providers.get(call.provider).authorize(unsigned, routed.credential, {});
-      await send(deps, ex, servedBy, authorized instanceof Promise ? await authorized : authorized, sink);
+      await sendTo(deps, ex, picked, servedBy, body, sink);
     } finally {
-      routed.release();
+      picked.release();
     }
-    if (!sink.heldBack || !neverConnected(sink.heldError)) return undefined;
+    const outcome = sink.heldBack ? movedOnBy(movesOn, sink) : undefined;
+    picker.ended?.(picked.id, outcome ?? 'served');
+    if (outcome === undefined) return undefined;
     ex.heldBack = false;
-    unreached = sink.heldError;
+    failed = sink;
   }
+}
+
+/** why a held-back failure moves the call on to the next destination, or undefined when it does not */
+function movedOnBy(movesOn: HoldRule, sink: FallbackSink): DispatchOutcome | undefined {
+  if (sink.heldError !== undefined) return movesOn.error(sink.heldError) ? 'connect_failed' : undefined;
+  if (!movesOn.status(sink.heldStatus)) return undefined;
+  return sink.heldStatus === 429 ? 'rate_limited' : 'server_error';
+}
+
+/** one attempt: the picked destination's location (checked), its signed request, relayed through `sink` */
+async function sendTo(deps: DispatchDeps, ex: Exchange, picked: PickedDestination, servedBy: HeaderList, body: Buffer, sink: FallbackSink): Promise<void> {
+  const plan = ex.plan as Plan;
+  const call = ex.call as NonNullable<Exchange['call']>;
+  ex.destination = picked.served;
+  let location = picked.location;
+  if (picked.origin === undefined) {
+    location = deps.providers.locate(call.provider, picked.location, call.location);
+    for (const policy of deps.located) policy.located?.(call, location);
+  }
+  const unsigned: UpstreamRequest = {
+    origin: picked.origin ?? deps.providers.origin(call.provider, location),
+    path: typeof plan.path === 'string' ? plan.path : plan.path(location),
+    method: 'POST',
+    headers: upstreamHeaders(ex),
+    body,
+  };
+  const authorized = deps.providers.get(call.provider).authorize(unsigned, picked.credential, location);
+  await send(deps, ex, servedBy, authorized instanceof Promise ? await authorized : authorized, sink);
 }
 
 export const dispatchStage = (deps: DispatchDeps): Stage<Exchange> => ({
@@ -333,6 +386,7 @@ export function accountFor(deps: AccountingDeps, ex: Exchange): void {
   const call = ex.call as NonNullable<Exchange['call']>;
   const surface = ex.surface.id;
   if (outcome.overheadMs !== undefined) deps.metrics.observeOverhead(surface, outcome.overheadMs / 1000);
+  const dispatch = dispatchSteps(deps, ex);
   const cost = account(deps.rows, {
     requestId: ex.req.id,
     endpoint: surface,
@@ -340,6 +394,7 @@ export function accountFor(deps: AccountingDeps, ex: Exchange): void {
     model: call.model,
     caller: ex.caller as NonNullable<Exchange['caller']>,
     destination: ex.destination,
+    dispatch,
     outcome,
     latencyMs: ex.req.stages.elapsedMs,
     requestBody: call.body,
@@ -356,6 +411,14 @@ export function accountFor(deps: AccountingDeps, ex: Exchange): void {
   ex.settle(cost);
 }
 
+/** what became of each destination of a call with several, counted in the metric; undefined for a call with one */
+function dispatchSteps(deps: AccountingDeps, ex: Exchange): DispatchStep[] | undefined {
+  const steps = ex.dispatchSteps?.();
+  const provider = ex.call?.provider;
+  if (steps && provider) for (const step of steps) deps.metrics.dispatchDestinations.inc({ provider, outcome: step.outcome });
+  return steps;
+}
+
 /** The row of a request refused at `stage` by the gateway itself, read before its reservation is released. */
 export function accountRefusalFor(deps: AccountingDeps, ex: Exchange, stage: StageName, error: GatewayError): void {
   const call = ex.call;
@@ -370,6 +433,7 @@ export function accountRefusalFor(deps: AccountingDeps, ex: Exchange, stage: Sta
     answer: ex.res.meta,
     error,
     stage,
+    dispatch: dispatchSteps(deps, ex),
     failOpenReason: ex.failOpenReason,
     credentialSource: ex.credentialSource,
     skills: ex.skills.list,

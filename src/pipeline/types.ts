@@ -206,6 +206,53 @@ export interface RefusedByServer {
   body: Buffer;
 }
 
+/** Which failures of an attempt another attempt may mend: held back rather than written. */
+export interface HoldRule {
+  status(status: number): boolean;
+  error(err: unknown): boolean;
+}
+
+/**
+ * What became of one destination of a call: `served` (its answer went to the
+ * caller, whatever the status), passed over (`at_limit`: at its concurrency
+ * limit; `cooling`: it failed recently and another served), or failed before
+ * any byte reached the caller (`connect_failed`, `rate_limited`: 429,
+ * `server_error`: 5xx).
+ */
+export type DispatchOutcome = 'served' | 'at_limit' | 'cooling' | 'connect_failed' | 'rate_limited' | 'server_error';
+export interface DispatchStep {
+  destination: string;
+  outcome: DispatchOutcome;
+}
+
+/** One destination a picker chose for an attempt: its credential and where it goes, its slot held until `release`. */
+export interface PickedDestination {
+  readonly id: string;
+  credential: ProviderCredential;
+  /** the destination's own origin (a self-hosted server); absent: the provider's, at `location` */
+  origin?: string;
+  location: Location;
+  /** a self-hosted destination, priced at its own rates in the row */
+  served?: ServedBy;
+  release(): void;
+}
+
+/**
+ * Where a call with several destinations goes, one attempt at a time
+ * (src/pipeline/merit-dispatch.ts runs the attempts): the next destination
+ * in merit order not in `tried`, or undefined when none is left; throws a
+ * dispatch-side 503 overloaded when every one is at its concurrency limit.
+ */
+export interface DestinationPicker {
+  next(tried: ReadonlySet<string>): PickedDestination | RefusedByServer | undefined | Promise<PickedDestination | RefusedByServer | undefined>;
+  /** the failures, before any byte reached the caller, after which the next destination is tried */
+  readonly movesOn: HoldRule;
+  /** an attempt's end: its failure moved the call on (`outcome`), or its answer stood (`served`) */
+  ended?(id: string, outcome: DispatchOutcome): void;
+  /** what became of each destination, for the row, the decision record and the metric (read unbound); absent when the picker keeps none */
+  readonly steps?: () => DispatchStep[];
+}
+
 /**
  * The operator's own model servers (src/destinations/): picks the
  * destination of a call to a self-hosted model, in merit order, loading its

@@ -94,6 +94,12 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
     }),
     tokens: new HotCounter('gw_tokens_total', 'Tokens read from relayed replies, by provider and kind (input, output, cached)', ['provider', 'kind'], registry),
     costUsd: new HotCounter('gw_cost_usd_total', 'Cost of relayed calls at catalog prices, by provider', ['provider'], registry),
+    dispatchDestinations: new Counter({
+      name: 'gw_dispatch_destinations_total',
+      help: 'Destinations of calls with several (an org\'s stored keys of a provider), by provider and what became of each: served, at_limit, cooling, connect_failed, rate_limited, server_error',
+      labelNames: ['provider', 'outcome'] as const,
+      registers: [registry],
+    }),
     passthrough: new Counter({
       name: 'gw_passthrough_total',
       help: 'Calls relayed directly to the provider because a stage of the gateway itself failed (fail-open), by stage',

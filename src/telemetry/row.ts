@@ -62,8 +62,16 @@ export interface FinishedRequest {
   lines: RequestLines | undefined;
   /** the self-hosted destination that served the call (absent for a vendor) */
   destination?: { destination_id: string; model_serving_route: string } | undefined;
+  /** a call with several destinations (an org's stored keys of the provider): what became of each, in order */
+  dispatch?: readonly DispatchStepRecord[] | undefined;
   /** the reply's tool calls validate against the request's declared tools; null or absent when not measured */
   toolFidelity?: boolean | null;
+}
+
+/** One destination of a call with several: `served`, or why it was passed over or left. */
+export interface DispatchStepRecord {
+  destination: string;
+  outcome: string;
 }
 
 /** The figures of a skill's report detail that the scorecard sums, kept in the durable row. */
@@ -159,6 +167,8 @@ export interface DecisionRecord {
   fail_open: { reason: string } | null;
   /** the stage that refused the request, and the error it answered; null when the request was relayed or answered */
   refusal: { stage: string; type: string } | null;
+  /** a call with several destinations: the one that served (null: none did) and what became of each; null for a call with one */
+  dispatch: { served: string | null; steps: DispatchStepRecord[] } | null;
 }
 
 /** A row as the inspector feed shows it. */
@@ -316,7 +326,7 @@ export function buildRecord(f: FinishedRequest, retry: boolean, now: number, sto
     optimization_state: optimizationState(f.skills),
     status: f.status,
     cache_tier: cache.tier,
-    destination_id: f.destination?.destination_id ?? null,
+    destination_id: f.destination?.destination_id ?? servedBy(f.dispatch) ?? null,
     model_serving_route: f.destination?.model_serving_route ?? 'vendor',
     egress_mode: f.credentialSource ?? null,
     error_detail: f.failOpenReason ?? f.errorDetail ?? null,
@@ -342,9 +352,12 @@ export function buildRecord(f: FinishedRequest, retry: boolean, now: number, sto
     rate_limit: f.rateLimit,
     fail_open: f.failOpenReason === undefined ? null : { reason: f.failOpenReason },
     refusal: f.refusal ?? null,
+    dispatch: f.dispatch ? { served: servedBy(f.dispatch) ?? null, steps: [...f.dispatch] } : null,
   };
   return { row, decision };
 }
+
+const servedBy = (steps: readonly DispatchStepRecord[] | undefined): string | undefined => steps?.find((s) => s.outcome === 'served')?.destination;
 
 /**
  * The inspector's view of a row. The prompt preview stays empty: bodies never

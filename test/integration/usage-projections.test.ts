@@ -15,7 +15,7 @@ import { eventually } from '../helpers/wait.js';
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const TENANT = 'acme';
-const DECISION: DecisionRecord = { served_by: 'pipeline', stages: [], route: { provider: 'openai', model: 'gpt-4o', routed_model: 'gpt-4o', reason: null }, skills: [], cache: { result: 'off' }, budget: null, rate_limit: null, fail_open: null, refusal: null };
+const DECISION: DecisionRecord = { served_by: 'pipeline', stages: [], route: { provider: 'openai', model: 'gpt-4o', routed_model: 'gpt-4o', reason: null }, skills: [], cache: { result: 'off' }, budget: null, rate_limit: null, fail_open: null, refusal: null, dispatch: null };
 
 /** row i of a spread over the last 50 hours, none within an hour of 24 hours ago (so a 24h window holds the same rows to either clock) */
 function row(i: number, now: number, over: Partial<RequestRow> = {}): RequestRow {

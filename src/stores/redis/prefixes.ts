@@ -44,6 +44,8 @@ export function redisKeys(prefix: string) {
     cacheEntry: (org: string, id: string) => `${prefix}cache:{${org}}:e:${id}`,
     cacheSignature: (org: string, id: string) => `${prefix}cache:{${org}}:s:${id}`,
     cacheBand: (org: string, band: string) => `${prefix}cache:{${org}}:b:${band}`,
+    /** a destination's cool-down after a failure (merit-order dispatch), expiring with it: hash-tagged per org so one MGET reads a call's destinations */
+    coolDown: (org: string, destination: string) => `${prefix}cool:{${org}}:${destination}`,
   };
 }
 

@@ -1,0 +1,259 @@
+import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { completion } from '../fakes/openai.js';
+import { sendJson, startFakeVendor, type FakeVendor } from '../fakes/server.js';
+import { call, type Answer } from '../helpers/api.js';
+import { bootstrapFile, devKeySecret, dropRedisPrefix, newRedisPrefix, SECRETS_KEY, startTestGateway, TEST_REDIS_ENV, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { spawnGateway, stopGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { eventually, freePort } from '../helpers/wait.js';
+
+/** What the fake does for calls carrying one stored key: answer, fail with a status, hold until released, or break a stream after its first bytes. */
+type Script = 'ok' | 429 | 500 | 503 | 'hold' | 'break';
+
+/**
+ * A fake OpenAI whose answer depends on the key that reached it
+ * (`Authorization: Bearer <key>`), in OpenAI's own wire format: several
+ * stored keys of one org all go to this one origin, and each key is
+ * scripted on its own.
+ */
+interface KeyedFake extends FakeVendor {
+  script(key: string, s: Script): void;
+  /** the keys of the calls received, in order */
+  keys(): string[];
+  /** answers every held call */
+  release(): void;
+}
+
+async function startKeyedFake(): Promise<KeyedFake> {
+  const scripts = new Map<string, Script>();
+  let held: Array<() => void> = [];
+  const vendor = await startFakeVendor(async (req, res) => {
+    const key = String(req.headers['authorization']).replace(/^Bearer /, '');
+    const body = JSON.parse(req.body.toString('utf8')) as { model: string; stream?: boolean };
+    const script = scripts.get(key) ?? 'ok';
+    if (typeof script === 'number') {
+      const type = script === 429 ? 'rate_limit_exceeded' : 'server_error';
+      return sendJson(res, script, { error: { message: `scripted ${script}`, type, param: null, code: null } }, script === 429 ? { 'retry-after': '20' } : {});
+    }
+    if (script === 'hold') await new Promise<void>((r) => held.push(r));
+    if (script === 'break') return breakStream(res, body.model);
+    sendJson(res, 200, completion(body.model, `served with ${key}`));
+  });
+  return Object.assign(vendor, {
+    script: (key: string, s: Script) => void scripts.set(key, s),
+    keys: () => vendor.received.map((r) => String(r.headers['authorization']).replace(/^Bearer /, '')),
+    release() {
+      const waiting = held;
+      held = [];
+      for (const r of waiting) r();
+    },
+  });
+}
+
+/** a chat-completions stream whose first chunk goes out, then the connection drops */
+function breakStream(res: ServerResponse, model: string): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const chunk = { id: 'chatcmpl-break', object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] };
+  res.write(`data: ${JSON.stringify(chunk)}\n\n`, () => res.destroy());
+}
+
+const ORGS = ['m429', 'm500', 'mbreak', 'mlimit', 'mlast', 'mapi', 'mrefused', 'mshared'] as const;
+type Org = (typeof ORGS)[number];
+const KEY: Record<Org, string> = Object.fromEntries(ORGS.map((o) => [o, devKeySecret(`merit-${o}`)])) as Record<Org, string>;
+const BOOT: Bootstrap = { orgs: ORGS.map((org_id) => ({ org_id, rps_cap: 1000 })), dev_keys: ORGS.map((org_id) => ({ org_id, api_key: KEY[org_id] })) };
+
+const store = (gw: TestGateway, org: Org, body: Record<string, unknown>) => call(gw, '/api/v1/vendor_key/create', { key: KEY[org], body: { provider: 'openai', ...body } });
+const chat = (gw: TestGateway, org: Org, stream = false) => call(gw, '/v1/chat/completions', { key: KEY[org], body: { model: 'gpt-4o', stream, messages: [{ role: 'user', content: 'hi' }] } });
+const raw = (gw: TestGateway, org: Org, stream: boolean) =>
+  fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY[org]}` },
+    body: JSON.stringify({ model: 'gpt-4o', stream, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+
+interface Decision {
+  dispatch: { served: string | null; steps: Array<{ destination: string; outcome: string }> } | null;
+}
+async function recordOf(gw: TestGateway, org: Org, answer: Answer | Response): Promise<{ request: Record<string, unknown>; decision: Decision }> {
+  const id = answer.headers.get('x-gw-request-id');
+  let found: Answer | undefined;
+  await eventually(async () => (found = await call(gw, `/api/v1/tenant/request/${id}`, { key: KEY[org] })).status === 200, `the row of ${id}`);
+  return (found as Answer).json as { request: Record<string, unknown>; decision: Decision };
+}
+
+const metric = async (gw: TestGateway, outcome: string): Promise<number> => {
+  const text = await (await fetch(`${gw.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`gw_dispatch_destinations_total{provider="openai",outcome="${outcome}"}`));
+  return line === undefined ? 0 : Number(line.split(' ').pop());
+};
+
+describe('merit-order dispatch over an org\'s stored keys', () => {
+  let fake: KeyedFake;
+  let gw: TestGateway;
+
+  before(async () => {
+    fake = await startKeyedFake();
+    gw = await startTestGateway({ redis: true, bootstrap: BOOT, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_METRICS_PUBLIC: '1' } });
+  });
+  after(async () => {
+    await gw?.close();
+    await fake?.close();
+  });
+
+  it('stores several keys of a provider with merit, last resort and limit; settings list them; a named key is deleted by name', async () => {
+    const created = await store(gw, 'mapi', { api_key: 'sk-api-eu-0001', name: 'eu', merit: 2.5, last_resort: true, max_inflight: 4 });
+    assert.equal(created.status, 200, JSON.stringify(created.json));
+    assert.deepEqual(created.json, { status: 'success', provider: 'openai', credential_kind: 'api_key', key_hint: '0001', name: 'eu', merit: 2.5, last_resort: true, max_inflight: 4 });
+    const plain = await store(gw, 'mapi', { api_key: 'sk-api-plain-0002' });
+    assert.deepEqual(plain.json, { status: 'success', provider: 'openai', credential_kind: 'api_key', key_hint: '0002' }, 'a key stored as before answers as before');
+    const settings = await call(gw, '/api/v1/settings', { key: KEY.mapi });
+    assert.deepEqual(settings.json['vendor_keys'], [
+      { provider: 'openai', credential_kind: 'api_key', key_hint: '0002' },
+      { provider: 'openai', credential_kind: 'api_key', key_hint: '0001', name: 'eu', merit: 2.5, last_resort: true, max_inflight: 4 },
+    ]);
+    assert.equal((await store(gw, 'mapi', { api_key: 'sk-x', name: 'Not A Name' })).status, 400);
+    const deleted = await call(gw, '/api/v1/vendor_key/delete', { key: KEY.mapi, body: { provider: 'openai', name: 'eu' } });
+    assert.deepEqual(deleted.json, { status: 'success', provider: 'openai', name: 'eu', deleted: true });
+    assert.equal(((await call(gw, '/api/v1/settings', { key: KEY.mapi })).json['vendor_keys'] as unknown[]).length, 1);
+  });
+
+  for (const [org, status, outcome] of [['m429', 429, 'rate_limited'], ['m500', 500, 'server_error']] as const) {
+    it(`the cheapest key answering ${status}: the next serves, the caller sees one clean 200, and the failed key cools down`, async () => {
+      const [first, second] = [`sk-${org}-cheap`, `sk-${org}-dear`];
+      fake.script(first, status);
+      assert.equal((await store(gw, org, { api_key: second, name: 'dear', merit: 5 })).status, 200);
+      assert.equal((await store(gw, org, { api_key: first, name: 'cheap', merit: 1 })).status, 200);
+      const before = fake.received.length;
+      const failedBefore = await metric(gw, outcome);
+      const answer = await chat(gw, org);
+      assert.equal(answer.status, 200, JSON.stringify(answer.json));
+      assert.match(JSON.stringify(answer.json), new RegExp(`served with ${second}`));
+      assert.deepEqual(fake.keys().slice(before), [first, second]);
+      const { request, decision } = await recordOf(gw, org, answer);
+      assert.equal(request['destination_id'], 'openai/dear');
+      assert.deepEqual(decision.dispatch, { served: 'openai/dear', steps: [{ destination: 'openai/cheap', outcome }, { destination: 'openai/dear', outcome: 'served' }] });
+      assert.equal(await metric(gw, outcome), failedBefore + 1);
+
+      // cooling down: the next call goes to the dearer key first, and says why the cheaper one was passed over
+      const again = await chat(gw, org);
+      assert.equal(again.status, 200);
+      assert.deepEqual(fake.keys().slice(before + 2), [second]);
+      assert.deepEqual((await recordOf(gw, org, again)).decision.dispatch?.steps, [{ destination: 'openai/dear', outcome: 'served' }, { destination: 'openai/cheap', outcome: 'cooling' }]);
+    });
+  }
+
+  it('a failure after bytes reached the caller is not retried on another key', async () => {
+    const [first, second] = ['sk-mbreak-cheap', 'sk-mbreak-dear'];
+    fake.script(first, 'break');
+    await store(gw, 'mbreak', { api_key: first, name: 'cheap', merit: 1 });
+    await store(gw, 'mbreak', { api_key: second, name: 'dear', merit: 2 });
+    const before = fake.received.length;
+    const res = await raw(gw, 'mbreak', true);
+    assert.equal(res.status, 200);
+    const text = await res.text();
+    assert.match(text, /Hel/);
+    assert.deepEqual(fake.keys().slice(before), [first], 'the dearer key was never called');
+    const { decision } = await recordOf(gw, 'mbreak', res);
+    assert.deepEqual(decision.dispatch?.steps, [{ destination: 'openai/cheap', outcome: 'served' }]);
+  });
+
+  it('a key at its concurrency limit is skipped', async () => {
+    const [first, second] = ['sk-mlimit-cheap', 'sk-mlimit-dear'];
+    fake.script(first, 'hold');
+    await store(gw, 'mlimit', { api_key: first, name: 'cheap', merit: 1, max_inflight: 1 });
+    await store(gw, 'mlimit', { api_key: second, name: 'dear', merit: 2 });
+    const before = fake.received.length;
+    const held = chat(gw, 'mlimit');
+    await eventually(() => fake.received.length > before, 'the first call to reach the cheap key');
+    const second_ = await chat(gw, 'mlimit');
+    assert.equal(second_.status, 200);
+    assert.deepEqual(fake.keys().slice(before), [first, second]);
+    assert.deepEqual((await recordOf(gw, 'mlimit', second_)).decision.dispatch?.steps, [
+      { destination: 'openai/cheap', outcome: 'at_limit' },
+      { destination: 'openai/dear', outcome: 'served' },
+    ]);
+    fake.release();
+    assert.equal((await held).status, 200);
+  });
+
+  it('the last resort serves only when every other key failed or is cooling down', async () => {
+    const [a, b, last] = ['sk-mlast-a', 'sk-mlast-b', 'sk-mlast-last'];
+    fake.script(a, 429);
+    // the last resort is the cheapest, and still tried last
+    await store(gw, 'mlast', { api_key: last, name: 'last', merit: 0, last_resort: true });
+    await store(gw, 'mlast', { api_key: a, name: 'a', merit: 1 });
+    await store(gw, 'mlast', { api_key: b, name: 'b', merit: 2 });
+    let before = fake.received.length;
+    assert.equal((await chat(gw, 'mlast')).status, 200);
+    assert.deepEqual(fake.keys().slice(before), [a, b], 'b serves while it can');
+    fake.script(b, 503);
+    before = fake.received.length;
+    const answer = await chat(gw, 'mlast');
+    assert.equal(answer.status, 200);
+    assert.deepEqual(fake.keys().slice(before), [b, last], 'a cools down; b fails; then the last resort');
+    assert.deepEqual((await recordOf(gw, 'mlast', answer)).decision.dispatch, {
+      served: 'openai/last',
+      steps: [
+        { destination: 'openai/b', outcome: 'server_error' },
+        { destination: 'openai/last', outcome: 'served' },
+        { destination: 'openai/a', outcome: 'cooling' },
+      ],
+    });
+  });
+});
+
+describe('merit-order dispatch when no key can be connected to', () => {
+  let gw: TestGateway;
+  before(async () => {
+    gw = await startTestGateway({ redis: true, bootstrap: BOOT, env: { GW_UPSTREAM_OPENAI: `http://127.0.0.1:${await freePort()}` } });
+  });
+  after(() => gw?.close());
+
+  it('each key is tried once in merit order and the caller gets one clean 502', async () => {
+    await store(gw, 'mrefused', { api_key: 'sk-refused-a', name: 'a', merit: 1 });
+    await store(gw, 'mrefused', { api_key: 'sk-refused-b', name: 'b', merit: 2 });
+    const answer = await chat(gw, 'mrefused');
+    assert.equal(answer.status, 502);
+    assert.equal((answer.json['error'] as { type: string }).type, 'upstream_unavailable');
+    assert.deepEqual((await recordOf(gw, 'mrefused', answer)).decision.dispatch, {
+      served: null,
+      steps: [
+        { destination: 'openai/a', outcome: 'connect_failed' },
+        { destination: 'openai/b', outcome: 'connect_failed' },
+      ],
+    });
+  });
+});
+
+describe('two gateway processes on one Redis share a cool-down', () => {
+  const prefix = newRedisPrefix();
+  let fake: KeyedFake;
+  let a: GatewayProcess;
+  let b: GatewayProcess;
+  const asGw = (p: GatewayProcess) => ({ url: `http://127.0.0.1:${p.port}` }) as TestGateway;
+
+  before(async () => {
+    fake = await startKeyedFake();
+    const env = { ...TEST_REDIS_ENV, GW_REDIS_PREFIX: prefix, GW_SECRETS_KEY: SECRETS_KEY, GW_WORKERS: '1', GW_UPSTREAM_OPENAI: fake.origin, GW_LOG_LEVEL: 'info' };
+    a = await spawnGateway({ ...env, GW_BOOTSTRAP: await bootstrapFile(BOOT) });
+    b = await spawnGateway(env);
+  });
+  after(async () => {
+    await Promise.all([a, b].filter(Boolean).map(stopGateway));
+    await fake?.close();
+    await dropRedisPrefix(prefix);
+  });
+
+  it('a key that failed through A is passed over by B on its first call', async () => {
+    const [cheap, dear] = ['sk-mshared-cheap', 'sk-mshared-dear'];
+    fake.script(cheap, 429);
+    assert.equal((await store(asGw(a), 'mshared', { api_key: cheap, name: 'cheap', merit: 1 })).status, 200);
+    assert.equal((await store(asGw(a), 'mshared', { api_key: dear, name: 'dear', merit: 2 })).status, 200);
+    await eventually(async () => ((await call(asGw(b), '/api/v1/settings', { key: KEY.mshared })).json['vendor_keys'] as unknown[] | undefined)?.length === 2, 'B to know both keys');
+    assert.equal((await chat(asGw(a), 'mshared')).status, 200);
+    assert.deepEqual(fake.keys(), [cheap, dear]);
+    assert.equal((await chat(asGw(b), 'mshared')).status, 200);
+    assert.deepEqual(fake.keys(), [cheap, dear, dear], 'B never called the key cooling down');
+  });
+});
