@@ -193,19 +193,7 @@ export async function pipelinePerNode<T>(
   queue: (pipeline: ChainableCommander, item: T) => void,
   replicaWaitMs?: number,
 ): Promise<NodeReplies[]> {
-  const answers = await sendPerNode(client, items, keyOf, queue, replicaWaitMs);
-  if (client instanceof Cluster && answers.some((a) => a.failure !== undefined)) client.refreshSlotsCache();
-  return answers;
-}
-
-function sendPerNode<T>(
-  client: RedisClient,
-  items: readonly T[],
-  keyOf: (item: T) => string,
-  queue: (pipeline: ChainableCommander, item: T) => void,
-  replicaWaitMs?: number,
-): Promise<NodeReplies[]> {
-  return Promise.all(
+  const answers = await Promise.all(
     perNode(client, items, keyOf).map(async (batch) => {
       const pipeline = client.pipeline();
       for (const item of batch.items) queue(pipeline, item);
@@ -222,4 +210,6 @@ function sendPerNode<T>(
       return failure === undefined ? { replies } : { replies, failure };
     }),
   );
+  if (client instanceof Cluster && answers.some((a) => a.failure !== undefined)) client.refreshSlotsCache();
+  return answers;
 }
