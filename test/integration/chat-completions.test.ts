@@ -42,7 +42,7 @@ describe('chat-completions relay through the openai SDK', () => {
       if (c.usage) usage = c.usage;
     }
     assert.equal(text, 'Hello from the fake.');
-    assert.deepEqual(usage, { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 });
+    assert.deepEqual(usage, { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16, prompt_tokens_details: { cached_tokens: 0 } });
   });
 
   it('takes the vendor key as the SDK sends it (Authorization: Bearer sk-…) beside x-gw-key', async () => {
