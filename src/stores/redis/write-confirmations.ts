@@ -50,7 +50,8 @@ export class WriteConfirmations {
       // the subscribers the message reached include this replica's own
       reached: (subscribers: number) => {
         entry.wanted = Math.max(0, subscribers - 1);
-        this.check(token, entry);
+        // the bound may have lapsed while the script ran: then the answer is already settled
+        if (this.pending.has(token)) this.check(token, entry);
         return heard;
       },
       cancel: () => {
@@ -78,20 +79,17 @@ export class WriteConfirmations {
 
   /** The store is closing: nothing more will be heard, and no writer waits out its bound. */
   releaseAll(): void {
-    for (const [token, entry] of this.pending) {
-      entry.echoed = true;
-      entry.wanted = entry.acks;
-      this.finish(token, entry);
-    }
+    for (const [token, entry] of this.pending) this.finish(token, entry, { echoed: true, missing: 0 });
   }
 
   private check(token: string, entry: Pending): void {
     if (entry.echoed && entry.acks >= entry.wanted) this.finish(token, entry);
   }
 
-  private finish(token: string, entry: Pending): void {
+  /** Settles the write: as heard so far unless told otherwise (a wanted count still unknown misses nobody). */
+  private finish(token: string, entry: Pending, heard?: Heard): void {
     clearTimeout(entry.timer);
     this.pending.delete(token);
-    entry.settle({ echoed: entry.echoed, missing: Number.isFinite(entry.wanted) ? Math.max(0, entry.wanted - entry.acks) : 0 });
+    entry.settle(heard ?? { echoed: entry.echoed, missing: Number.isFinite(entry.wanted) ? Math.max(0, entry.wanted - entry.acks) : 0 });
   }
 }
