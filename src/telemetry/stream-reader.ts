@@ -39,18 +39,18 @@ const PAGE = 500;
 
 type Entry = [id: string, fields: string[]];
 
-/**
- * Reads the tenants' telemetry from Redis on its own connection: the durable
- * list (newest first, by time-bounded stream ids), a single request through
- * the per-hour id index, and usage from the hourly rollups. Every read is
- * bounded; past the bound it is 504 store_timeout with its remedy.
- */
 interface ReadCommands {
   gwUsageRead(numKeys: number, ...keys: string[]): Promise<string[][]>;
 }
 
 const readScript = readFileSync(new URL('./usage-read.lua', import.meta.url), 'utf8');
 
+/**
+ * Reads the tenants' telemetry from Redis on its own connection: the durable
+ * list (newest first, by time-bounded stream ids), a single request through
+ * the per-hour id index, and usage from the rollups and their projections.
+ * Every read is bounded; past the bound it is 504 store_timeout with its remedy.
+ */
 export class StreamReader {
   private readonly redis: RedisClient & ReadCommands;
   private readonly compactor: UsageCompactor;
