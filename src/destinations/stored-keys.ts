@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors.js';
 import { neverConnected } from '../pipeline/fallback.js';
-import type { DestinationPicker, DispatchOutcome, DispatchStep, HoldRule, PickedDestination } from '../pipeline/types.js';
+import type { DestinationPicker, DispatchOutcome, DispatchStep, HoldRule, PickedDestination, PlaceKey } from '../pipeline/types.js';
 import type { ProviderId } from '../providers/types.js';
 import type { CoolDowns } from '../stores/cool-downs.js';
 import type { StoredDestination } from '../tenancy/vendor-keys.js';
@@ -23,7 +23,9 @@ const tierOf = (d: StoredDestination, cooling: ReadonlySet<string>): number => (
  * An org's several stored keys of one provider as destinations of its calls
  * (merit-order dispatch): calls in flight per key on this replica (a key at
  * its `max_inflight` is skipped), and the cool-down of a key that failed,
- * shared by the replicas through `coolDowns`.
+ * shared by the replicas through `coolDowns`. A key whose region is outside
+ * the allowed regions is passed over; the call is refused only when every
+ * key is.
  */
 export class StoredKeyDestinations {
   /** calls in flight per org and key on this replica */
@@ -40,10 +42,10 @@ export class StoredKeyDestinations {
   }
 
   /** The picker of one call: the keys' cool-downs are read once, for the whole call. */
-  picker(org: string, provider: ProviderId, keys: readonly StoredDestination[]): DestinationPicker | Promise<DestinationPicker> {
+  picker(org: string, provider: ProviderId, keys: readonly StoredDestination[], place: PlaceKey): DestinationPicker | Promise<DestinationPicker> {
     const cooling = this.coolDowns.cooling(org, keys.map((k) => k.id));
-    if (cooling instanceof Promise) return cooling.then((c) => new StoredKeyPicker(this, org, provider, keys, c));
-    return new StoredKeyPicker(this, org, provider, keys, cooling);
+    if (cooling instanceof Promise) return cooling.then((c) => new StoredKeyPicker(this, org, provider, keys, c, place));
+    return new StoredKeyPicker(this, org, provider, keys, cooling, place);
   }
 
   inflightOf(org: string, id: string): number {
@@ -72,6 +74,8 @@ class StoredKeyPicker implements DestinationPicker {
   readonly movesOn = MOVES_ON;
   private readonly order: StoredDestination[];
   private readonly taken: DispatchStep[] = [];
+  /** the residency refusal of a key passed over: the call's answer when no key is in an allowed region */
+  private refused: GatewayError | undefined;
 
   constructor(
     private readonly keys: StoredKeyDestinations,
@@ -79,6 +83,7 @@ class StoredKeyPicker implements DestinationPicker {
     private readonly provider: ProviderId,
     all: readonly StoredDestination[],
     private readonly cooling: ReadonlySet<string>,
+    private readonly place: PlaceKey,
   ) {
     const free = (d: StoredDestination) => (d.maxInflight === undefined ? Number.MAX_SAFE_INTEGER : d.maxInflight - keys.inflightOf(org, d.id));
     this.order = [...all].sort((a, b) => tierOf(a, cooling) - tierOf(b, cooling) || a.merit - b.merit || free(b) - free(a));
@@ -88,6 +93,12 @@ class StoredKeyPicker implements DestinationPicker {
     let atLimit = false;
     for (const d of this.order) {
       if (tried.has(d.id) || this.noted(d.id)) continue;
+      const location = this.place(d.location);
+      if (location instanceof GatewayError) {
+        this.taken.push({ destination: d.id, outcome: 'region_excluded' });
+        this.refused = location;
+        continue;
+      }
       if (!this.keys.enter(this.org, d)) {
         this.taken.push({ destination: d.id, outcome: 'at_limit' });
         atLimit = true;
@@ -97,7 +108,7 @@ class StoredKeyPicker implements DestinationPicker {
       return {
         id: d.id,
         credential: d.credential,
-        location: d.location,
+        location,
         release: () => {
           if (released) return;
           released = true;
@@ -106,8 +117,9 @@ class StoredKeyPicker implements DestinationPicker {
       };
     }
     if (atLimit && tried.size === 0) {
-      throw new GatewayError('overloaded', `every stored ${this.provider} key is at its concurrency limit`, { summary: true, retryAfterS: this.keys.drain.retryAfterS() });
+      throw new GatewayError('overloaded', `every stored ${this.provider} key ${this.refused ? 'in an allowed region ' : ''}is at its concurrency limit`, { summary: true, retryAfterS: this.keys.drain.retryAfterS() });
     }
+    if (this.refused && tried.size === 0) throw this.refused;
     return undefined;
   }
 

@@ -1,6 +1,7 @@
 import { GatewayError } from '../errors.js';
 import type { Presented } from '../http/credentials.js';
 import type { GatewayRequest, HeaderList, ResponseSink } from '../http/types.js';
+import type { Location } from '../providers/adapter.js';
 import type { Providers } from '../providers/index.js';
 import type { ProviderId, UpstreamRequest } from '../providers/types.js';
 import type { Directory } from '../tenancy/directory.js';
@@ -14,7 +15,7 @@ import type { Exchange } from './exchange.js';
 import { forwardHeaders } from './forward-headers.js';
 import { FallbackSink, NEXT_CANDIDATE, neverConnected } from './fallback.js';
 import { relay, type RelayDeps, type RelayOutcome } from './relay.js';
-import { CONTINUE, type Answer, type Call, type Candidate, type CandidateCall, type DestinationPicker, type DestinationRouter, type DispatchOutcome, type DispatchStep, type Fallback, type HoldRule, type PickedDestination, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
+import { CONTINUE, type Answer, type Call, type Candidate, type CandidateCall, type DestinationPicker, type DestinationRouter, type DispatchOutcome, type DispatchStep, type Fallback, type HoldRule, type PickedDestination, type PlaceKey, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
 
 export const authenticateStage = (directory: Directory): Stage<Exchange> => ({
   name: 'authenticate',
@@ -205,7 +206,7 @@ export interface DispatchDeps {
 
 /** Picks among an org's several stored keys of a provider (src/destinations/stored-keys.ts). */
 export interface StoredKeyDispatch {
-  picker(org: string, provider: ProviderId, keys: readonly StoredDestination[]): DestinationPicker | Promise<DestinationPicker>;
+  picker(org: string, provider: ProviderId, keys: readonly StoredDestination[], place: PlaceKey): DestinationPicker | Promise<DestinationPicker>;
 }
 
 export const SERVED_BY_PIPELINE: HeaderList = [['x-gw-served-by', 'pipeline']];
@@ -231,7 +232,7 @@ export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: Heade
   }
   ex.credentialSource = resolved.credential.source;
   if (resolved.destinations) {
-    const picker = deps.storedDestinations.picker(call.org.org_id, call.provider, resolved.destinations);
+    const picker = deps.storedDestinations.picker(call.org.org_id, call.provider, resolved.destinations, (stored) => placed(deps, call, stored));
     return dispatchAcross(deps, picker instanceof Promise ? await picker : picker, ex, servedBy, body, mayFallBack);
   }
   const location = deps.providers.locate(call.provider, resolved.location, call.location);
@@ -247,6 +248,18 @@ export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: Heade
   const authorized = adapter.authorize(unsigned, resolved.credential, location);
   await send(deps, ex, servedBy, authorized instanceof Promise ? await authorized : authorized, mayFallBack && plan.fallbacks?.length ? new FallbackSink(ex.res) : ex.res);
   return undefined;
+}
+
+/** where one of several stored keys sends the call: resolved and checked, or the residency refusal that passes the key over */
+function placed(deps: DispatchDeps, call: Call, stored: Location): Location | GatewayError {
+  const location = deps.providers.locate(call.provider, stored, call.location);
+  try {
+    for (const policy of deps.located) policy.located?.(call, location);
+  } catch (err) {
+    if (err instanceof GatewayError) return err;
+    throw err;
+  }
+  return location;
 }
 
 /** the caller's headers that go upstream, under those the vendor's format requires */
@@ -333,16 +346,12 @@ function movedOnBy(movesOn: HoldRule, sink: FallbackSink): DispatchOutcome | und
   return sink.heldStatus === 429 ? 'rate_limited' : 'server_error';
 }
 
-/** one attempt: the picked destination's location (checked), its signed request, relayed through `sink` */
+/** one attempt: the picked destination's signed request, relayed through `sink` */
 async function sendTo(deps: DispatchDeps, ex: Exchange, picked: PickedDestination, servedBy: HeaderList, body: Buffer, sink: FallbackSink): Promise<void> {
   const plan = ex.plan as Plan;
   const call = ex.call as NonNullable<Exchange['call']>;
   ex.destination = picked.served;
-  let location = picked.location;
-  if (picked.origin === undefined) {
-    location = deps.providers.locate(call.provider, picked.location, call.location);
-    for (const policy of deps.located) policy.located?.(call, location);
-  }
+  const { location } = picked;
   const unsigned: UpstreamRequest = {
     origin: picked.origin ?? deps.providers.origin(call.provider, location),
     path: typeof plan.path === 'string' ? plan.path : plan.path(location),

@@ -215,11 +215,12 @@ export interface HoldRule {
 /**
  * What became of one destination of a call: `served` (its answer went to the
  * caller, whatever the status), passed over (`at_limit`: at its concurrency
- * limit; `cooling`: it failed recently and another served), or failed before
- * any byte reached the caller (`connect_failed`, `rate_limited`: 429,
+ * limit; `cooling`: it failed recently and another served;
+ * `region_excluded`: its region is outside GW_ALLOWED_REGIONS), or failed
+ * before any byte reached the caller (`connect_failed`, `rate_limited`: 429,
  * `server_error`: 5xx).
  */
-export type DispatchOutcome = 'served' | 'at_limit' | 'cooling' | 'connect_failed' | 'rate_limited' | 'server_error';
+export type DispatchOutcome = 'served' | 'at_limit' | 'cooling' | 'region_excluded' | 'connect_failed' | 'rate_limited' | 'server_error';
 export interface DispatchStep {
   destination: string;
   outcome: DispatchOutcome;
@@ -231,11 +232,15 @@ export interface PickedDestination {
   credential: ProviderCredential;
   /** the destination's own origin (a self-hosted server); absent: the provider's, at `location` */
   origin?: string;
+  /** where the call goes, resolved and checked against residency */
   location: Location;
   /** a self-hosted destination, priced at its own rates in the row */
   served?: ServedBy;
   release(): void;
 }
+
+/** Where a stored key sends a call: its location resolved and checked, or the residency refusal that passes the key over. */
+export type PlaceKey = (stored: Location) => Location | GatewayError;
 
 /**
  * Where a call with several destinations goes, one attempt at a time

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { startFakeBedrock, type FakeBedrock } from '../fakes/bedrock.js';
 import { completion } from '../fakes/openai.js';
 import { sendJson, startFakeVendor, type FakeVendor } from '../fakes/server.js';
 import { call, type Answer } from '../helpers/api.js';
@@ -255,5 +256,59 @@ describe('two gateway processes on one Redis share a cool-down', () => {
     assert.deepEqual(fake.keys(), [cheap, dear]);
     assert.equal((await chat(asGw(b), 'mshared')).status, 200);
     assert.deepEqual(fake.keys(), [cheap, dear, dear], 'B never called the key cooling down');
+  });
+});
+
+describe('merit-order dispatch under data residency (GW_ALLOWED_REGIONS)', () => {
+  const orgs = ['mregion', 'mnoregion'] as const;
+  const keyOf = (org: (typeof orgs)[number]) => devKeySecret(`merit-${org}`);
+  let fake: FakeBedrock;
+  let gw: TestGateway;
+  before(async () => {
+    fake = await startFakeBedrock();
+    const boot: Bootstrap = { orgs: orgs.map((org_id) => ({ org_id, rps_cap: 1000 })), dev_keys: orgs.map((org_id) => ({ org_id, api_key: keyOf(org_id) })) };
+    gw = await startTestGateway({ redis: true, bootstrap: boot, env: { GW_UPSTREAM_CLOUDY: fake.origin, GW_ALLOWED_REGIONS: 'eu-*' } });
+  });
+  after(async () => {
+    await gw?.close();
+    await fake?.close();
+  });
+  const storeCloudy = (org: (typeof orgs)[number], body: Record<string, unknown>) =>
+    call(gw, '/api/v1/vendor_key/create', { key: keyOf(org), body: { provider: 'cloudy', credential_kind: 'api_key', ...body } });
+  const converse = (org: (typeof orgs)[number]) =>
+    call(gw, `/cloudy/model/${encodeURIComponent('anthropic.claude-3-5-haiku-20241022-v1:0')}/converse`, { key: keyOf(org), body: { messages: [{ role: 'user', content: [{ text: 'hi' }] }] } });
+  const bearers = (from: number) => fake.received.slice(from).map((r) => String(r.headers['authorization']));
+
+  it('a stored key outside the allowed regions is passed over, and the next allowed key serves', async () => {
+    assert.equal((await storeCloudy('mregion', { api_key: 'bedrock-us-key', name: 'us', merit: 1, region: 'us-east-1' })).status, 200);
+    assert.equal((await storeCloudy('mregion', { api_key: 'bedrock-eu-key', name: 'eu', merit: 2, region: 'eu-west-1' })).status, 200);
+    const before = fake.received.length;
+    const answer = await converse('mregion');
+    assert.equal(answer.status, 200, JSON.stringify(answer.json));
+    assert.deepEqual(bearers(before), ['Bearer bedrock-eu-key'], 'the key outside the regions was sent nothing');
+    assert.match(fake.received.at(-1)?.url ?? '', /converse/);
+    const id = answer.headers.get('x-gw-request-id');
+    let found: Answer | undefined;
+    await eventually(async () => (found = await call(gw, `/api/v1/tenant/request/${id}`, { key: keyOf('mregion') })).status === 200, `the row of ${id}`);
+    assert.deepEqual((found?.json['decision'] as Decision).dispatch, {
+      served: 'cloudy/eu',
+      steps: [
+        { destination: 'cloudy/us', outcome: 'region_excluded' },
+        { destination: 'cloudy/eu', outcome: 'served' },
+      ],
+    });
+    // passed over, not failed: the key does not cool down, so the next call passes it over the same way
+    const again = await converse('mregion');
+    assert.equal(again.status, 200);
+  });
+
+  it('when no stored key is in an allowed region the call is refused with 451, sending nothing', async () => {
+    await storeCloudy('mnoregion', { api_key: 'bedrock-us1-key', name: 'a', merit: 1, region: 'us-east-1' });
+    await storeCloudy('mnoregion', { api_key: 'bedrock-us2-key', name: 'b', merit: 2, region: 'us-west-2' });
+    const before = fake.received.length;
+    const answer = await converse('mnoregion');
+    assert.equal(answer.status, 451, JSON.stringify(answer.json));
+    assert.equal(answer.headers.get('x-gw-error'), 'forbidden');
+    assert.equal(fake.received.length, before);
   });
 });
