@@ -1,9 +1,11 @@
 import { GatewayError } from '../errors.js';
+import type { HeaderList } from '../http/types.js';
 import { neverConnected } from '../pipeline/fallback.js';
 import type { DestinationPicker, DispatchOutcome, DispatchStep, HoldRule, PickedDestination, PlaceKey } from '../pipeline/types.js';
 import type { ProviderId } from '../providers/types.js';
 import type { CoolDowns } from '../stores/cool-downs.js';
 import type { StoredDestination } from '../tenancy/vendor-keys.js';
+import { retryAfterMs } from '../upstream/retry-after.js';
 import { DrainWindow } from './drain.js';
 
 /** A vendor's 429 or 5xx, or a connection never made: nothing was billed, so another key may take the call. */
@@ -11,6 +13,16 @@ const MOVES_ON: HoldRule = {
   status: (s) => s === 429 || s >= 500,
   error: neverConnected,
 };
+
+/**
+ * The longest cool-down a vendor's retry hint (`Retry-After`, `retry-after-ms`)
+ * sets: past it a hint more likely names a quota's reset than a key worth
+ * avoiding, and a cooling key is still tried when no other can serve.
+ */
+const MAX_HINTED_COOL_DOWN_MS = 600_000;
+
+/** A failed key's cool-down: GW_DESTINATION_COOLDOWN_S, or the vendor's longer hint up to MAX_HINTED_COOL_DOWN_MS. */
+const coolDownFor = (base: number, hint: number | undefined): number => (hint === undefined ? base : Math.max(base, Math.min(hint, MAX_HINTED_COOL_DOWN_MS)));
 
 /**
  * Merit order: the healthy keys, then the last resorts, then those cooling
@@ -36,7 +48,7 @@ export class StoredKeyDestinations {
     readonly coolDowns: CoolDowns,
     /** GW_DESTINATION_COOLDOWN_S in ms */
     readonly coolDownMs: number,
-    clock: () => number = Date.now,
+    readonly clock: () => number = Date.now,
   ) {
     this.drain = new DrainWindow(clock);
   }
@@ -123,9 +135,11 @@ class StoredKeyPicker implements DestinationPicker {
     return undefined;
   }
 
-  ended(id: string, outcome: DispatchOutcome): void {
+  ended(id: string, outcome: DispatchOutcome, headers?: HeaderList): void {
     this.taken.push({ destination: id, outcome });
-    if (outcome !== 'served') this.keys.coolDowns.coolDown(this.org, id, this.keys.coolDownMs);
+    if (outcome === 'served') return;
+    const hint = headers && retryAfterMs(headers, this.keys.clock());
+    this.keys.coolDowns.coolDown(this.org, id, coolDownFor(this.keys.coolDownMs, hint));
   }
 
   /** what was tried or passed over, in order, then the cooling keys that were not needed */

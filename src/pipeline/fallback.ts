@@ -38,6 +38,8 @@ export class FallbackSink extends DelegatingSink {
   heldError: unknown;
   /** the vendor answer's status held back (0 when the gateway's error was) */
   heldStatus = 0;
+  /** the vendor answer's headers held back (its retry hints) */
+  heldHeaders: HeaderList | undefined;
   private held: (() => void) | undefined;
 
   constructor(
@@ -51,6 +53,7 @@ export class FallbackSink extends DelegatingSink {
     if (!this.inner.started && this.rule.status(status)) {
       this.heldBack = true;
       this.heldStatus = status;
+      this.heldHeaders = headers;
       this.held = () => this.inner.send(status, headers, body);
     } else this.inner.send(status, headers, body);
   }

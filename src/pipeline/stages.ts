@@ -332,8 +332,11 @@ async function dispatchAcross(deps: DispatchDeps, picker: DestinationPicker, ex:
       picked.release();
     }
     const outcome = sink.heldBack ? movedOnBy(movesOn, sink) : undefined;
-    picker.ended?.(picked.id, outcome ?? 'served');
-    if (outcome === undefined) return undefined;
+    if (outcome === undefined) {
+      picker.ended?.(picked.id, 'served');
+      return undefined;
+    }
+    picker.ended?.(picked.id, outcome, sink.heldHeaders);
     ex.heldBack = false;
     failed = sink;
   }

@@ -252,8 +252,8 @@ export interface DestinationPicker {
   next(tried: ReadonlySet<string>): PickedDestination | RefusedByServer | undefined | Promise<PickedDestination | RefusedByServer | undefined>;
   /** the failures, before any byte reached the caller, after which the next destination is tried */
   readonly movesOn: HoldRule;
-  /** an attempt's end: its failure moved the call on (`outcome`), or its answer stood (`served`) */
-  ended?(id: string, outcome: DispatchOutcome): void;
+  /** an attempt's end: its failure moved the call on (`outcome`, with the vendor answer's headers when it was one), or its answer stood (`served`) */
+  ended?(id: string, outcome: DispatchOutcome, headers?: HeaderList): void;
   /** what became of each destination, for the row, the decision record and the metric (read unbound); absent when the picker keeps none */
   readonly steps?: () => DispatchStep[];
 }

@@ -5,12 +5,19 @@ import { startFakeBedrock, type FakeBedrock } from '../fakes/bedrock.js';
 import { completion } from '../fakes/openai.js';
 import { sendJson, startFakeVendor, type FakeVendor } from '../fakes/server.js';
 import { call, type Answer } from '../helpers/api.js';
-import { bootstrapFile, devKeySecret, dropRedisPrefix, newRedisPrefix, SECRETS_KEY, startTestGateway, TEST_REDIS_ENV, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { redisKeys } from '../../src/stores/redis/prefixes.js';
+import { bootstrapFile, devKeySecret, dropRedisPrefix, newRedisPrefix, SECRETS_KEY, startTestGateway, TEST_REDIS_ENV, testRedis, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 import { spawnGateway, stopGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { eventually, freePort } from '../helpers/wait.js';
 
-/** What the fake does for calls carrying one stored key: answer, fail with a status, hold until released, or break a stream after its first bytes. */
-type Script = 'ok' | 429 | 500 | 503 | 'hold' | 'break';
+/** A failure with the vendor's own headers (its retry hints). */
+interface Failure {
+  status: 429 | 503;
+  headers: Record<string, string>;
+}
+
+/** What the fake does for calls carrying one stored key: answer, fail with a status (and headers), hold until released, or break a stream after its first bytes. */
+type Script = 'ok' | 429 | 500 | 503 | Failure | 'hold' | 'break';
 
 /**
  * A fake OpenAI whose answer depends on the key that reached it
@@ -37,6 +44,7 @@ async function startKeyedFake(): Promise<KeyedFake> {
       const type = script === 429 ? 'rate_limit_exceeded' : 'server_error';
       return sendJson(res, script, { error: { message: `scripted ${script}`, type, param: null, code: null } }, script === 429 ? { 'retry-after': '20' } : {});
     }
+    if (typeof script === 'object') return sendJson(res, script.status, { error: { message: `scripted ${script.status}`, type: 'rate_limit_exceeded', param: null, code: null } }, script.headers);
     if (script === 'hold') await new Promise<void>((r) => held.push(r));
     if (script === 'break') return breakStream(res, body.model);
     sendJson(res, 200, completion(body.model, `served with ${key}`));
@@ -59,7 +67,7 @@ function breakStream(res: ServerResponse, model: string): void {
   res.write(`data: ${JSON.stringify(chunk)}\n\n`, () => res.destroy());
 }
 
-const ORGS = ['m429', 'm500', 'mbreak', 'mlimit', 'mlast', 'mapi', 'mrefused', 'mshared'] as const;
+const ORGS = ['m429', 'm500', 'mbreak', 'mlimit', 'mlast', 'mapi', 'mrefused', 'mshared', 'mhint_s', 'mhint_ms', 'mhint_date', 'mhint_cap'] as const;
 type Org = (typeof ORGS)[number];
 const KEY: Record<Org, string> = Object.fromEntries(ORGS.map((o) => [o, devKeySecret(`merit-${o}`)])) as Record<Org, string>;
 const BOOT: Bootstrap = { orgs: ORGS.map((org_id) => ({ org_id, rps_cap: 1000 })), dev_keys: ORGS.map((org_id) => ({ org_id, api_key: KEY[org_id] })) };
@@ -141,6 +149,36 @@ describe('merit-order dispatch over an org\'s stored keys', () => {
       assert.equal(again.status, 200);
       assert.deepEqual(fake.keys().slice(before + 2), [second]);
       assert.deepEqual((await recordOf(gw, org, again)).decision.dispatch?.steps, [{ destination: 'openai/dear', outcome: 'served' }, { destination: 'openai/cheap', outcome: 'cooling' }]);
+    });
+  }
+
+  // GW_DESTINATION_COOLDOWN_S is 30 here; a vendor's longer hint lengthens the cool-down, up to 600 s
+  const HINTS: Array<[Org, string, () => Failure, number]> = [
+    ['mhint_s', 'a 429 with Retry-After: 120', () => ({ status: 429, headers: { 'retry-after': '120' } }), 120_000],
+    ['mhint_ms', 'a 429 with retry-after-ms: 90000 (beside Retry-After: 90)', () => ({ status: 429, headers: { 'retry-after-ms': '90000', 'retry-after': '90' } }), 90_000],
+    ['mhint_date', 'a 503 with Retry-After an HTTP date 240 s ahead', () => ({ status: 503, headers: { 'retry-after': new Date(Date.now() + 240_000).toUTCString() } }), 240_000],
+    ['mhint_cap', 'a 429 with Retry-After: 86400 (past the 600 s bound)', () => ({ status: 429, headers: { 'retry-after': '86400' } }), 600_000],
+  ];
+  for (const [org, what, failure, ms] of HINTS) {
+    it(`${what} cools the key down for ${ms / 1000} s, shared through Redis`, async () => {
+      const [first, second] = [`sk-${org}-cheap`, `sk-${org}-dear`];
+      fake.script(first, failure());
+      await store(gw, org, { api_key: first, name: 'cheap', merit: 1 });
+      await store(gw, org, { api_key: second, name: 'dear', merit: 2 });
+      const answer = await chat(gw, org);
+      assert.equal(answer.status, 200, JSON.stringify(answer.json));
+      const redis = testRedis();
+      try {
+        const key = redisKeys(gw.redisPrefix as string).coolDown(org, 'openai/cheap');
+        let left = -2;
+        // the cool-down is written without the call waiting for it
+        await eventually(async () => (left = await redis.pttl(key)) > 0, 'the cool-down in Redis');
+        assert.ok(left > 30_000 && left <= ms, `${left} ms left, expected more than the 30 s default and at most ${ms}`);
+        // an HTTP date has whole seconds: it names a moment up to 1 s before the one the fake computed
+        if (org !== 'mhint_date') assert.ok(left > ms - 60_000, `${left} ms left of ${ms}`);
+      } finally {
+        redis.disconnect();
+      }
     });
   }
 
