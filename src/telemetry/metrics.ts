@@ -96,7 +96,7 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
     costUsd: new HotCounter('gw_cost_usd_total', 'Cost of relayed calls at catalog prices, by provider', ['provider'], registry),
     dispatchDestinations: new Counter({
       name: 'gw_dispatch_destinations_total',
-      help: 'Destinations of calls with several (an org\'s stored keys of a provider), by provider and what became of each: served, at_limit, cooling, connect_failed, rate_limited, server_error',
+      help: 'Destinations of calls with several (an org\'s stored keys of a provider), by provider and what became of each: served, at_limit, cooling, region_excluded, connect_failed, rate_limited, server_error',
       labelNames: ['provider', 'outcome'] as const,
       registers: [registry],
     }),
