@@ -118,8 +118,9 @@ describe('usage read from projections, against the rows', () => {
   const settled = async (w: StreamWriter) => {
     while (w.buffered > 0) await w.flush();
   };
+  // summing here is started by reads: the writer's own (usage-summing.test.ts) waits an hour
   const newWriter = async (target = TEST_REDIS, namespace = prefix) => {
-    const w = new StreamWriter({ target, prefix: namespace, retentionMs: 7 * DAY, maxBuffered: 10_000, log: createLogger('error'), onDropped: () => undefined, onAppended: () => undefined, onAppendFailed: () => undefined });
+    const w = new StreamWriter({ target, prefix: namespace, retentionMs: 7 * DAY, maxBuffered: 10_000, log: createLogger('error'), onDropped: () => undefined, onAppended: () => undefined, onAppendFailed: () => undefined, sumDelayMs: HOUR });
     await w.start();
     return w;
   };
