@@ -4,70 +4,27 @@ import { Redis } from 'ioredis';
 import { telemetryKeys } from '../../src/telemetry/keys.js';
 import { createLogger } from '../../src/telemetry/log.js';
 import { MARKER, WHOLE } from '../../src/telemetry/projections.js';
-import type { DecisionRecord, RequestRow } from '../../src/telemetry/row.js';
+import type { RequestRow } from '../../src/telemetry/row.js';
 import { StreamReader } from '../../src/telemetry/stream-reader.js';
 import { StreamWriter } from '../../src/telemetry/stream-writer.js';
 import type { SumOutcome } from '../../src/telemetry/usage-compactor.js';
 import type { UsageQuery } from '../../src/telemetry/usage.js';
 import { dropRedisPrefix, keysMatching, newRedisPrefix, REDIS_URL, requireRedis, TEST_REDIS, testRedis } from '../helpers/gateway.js';
 import { startRedisProxy } from '../helpers/redis-proxy.js';
+import { DECISION, TENANT, usageRow } from '../helpers/usage-rows.js';
 import { eventually } from '../helpers/wait.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const TENANT = 'acme';
 /** the writers' quiet delay: short, so a test waits little for the summing it polls for */
 const SUM_DELAY_MS = 300;
-const DECISION: DecisionRecord = { served_by: 'pipeline', stages: [], route: { provider: 'openai', model: 'gpt-4o', routed_model: 'gpt-4o', reason: null }, skills: [], cache: { result: 'off' }, budget: null, rate_limit: null, fail_open: null, refusal: null, dispatch: null };
 
 const now = Date.now();
 /** an hour of yesterday (UTC), so both it and its day are finished whatever the time of day */
 const YESTERDAY = Math.floor(now / DAY) - 1;
 const HOUR_OF_YESTERDAY = YESTERDAY * 24 + 5;
-
-/** row `i` at `ts`, spread over a few models and teams */
-function row(i: number, ts: number, over: Partial<RequestRow> = {}): RequestRow {
-  return {
-    request_id: `req-${i}-${now}`,
-    ts: new Date(ts).toISOString(),
-    tenant_id: TENANT,
-    key_id: `key_${i % 3}`,
-    session_id: null,
-    task_id: null,
-    team: ['quant', 'ops', null][i % 3] ?? null,
-    use_case: null,
-    desk: null,
-    pm: null,
-    strategy: null,
-    cost_centre: null,
-    project: null,
-    model: ['gpt-4o', 'claude-sonnet-4'][i % 2] as string,
-    provider: ['openai', 'msgvendor'][i % 2] as string,
-    surface: 'chat_completions',
-    channel: 'json',
-    tier: 'team',
-    relay_reason: null,
-    optimization_state: 'off',
-    status: 200,
-    cache_tier: null,
-    destination_id: null,
-    model_serving_route: 'vendor',
-    egress_mode: 'pass_through',
-    error_detail: null,
-    error_type: null,
-    tokens_in: 100 + i,
-    tokens_out: 10 + i,
-    tokens_saved: 0,
-    cost_usd: 0.0001 * (1 + (i % 7)),
-    latency_ms: 100,
-    overhead_ms: 0.1,
-    retry: false,
-    usage_estimated: false,
-    tool_fidelity: null,
-    skills: {},
-    ...over,
-  };
-}
+/** row `i` at `ts` (ms) */
+const row = (i: number, ts: number, over: Partial<RequestRow> = {}) => usageRow(i, now, { ts: new Date(ts).toISOString(), ...over });
 
 const BY_MODEL_TEAM: UsageQuery = { groupBy: ['model', 'team'], bucket: undefined, filters: {} };
 
