@@ -7,7 +7,7 @@ import { MARKER, WHOLE } from '../../src/telemetry/projections.js';
 import type { RequestRow } from '../../src/telemetry/row.js';
 import { StreamReader } from '../../src/telemetry/stream-reader.js';
 import { StreamWriter } from '../../src/telemetry/stream-writer.js';
-import type { SumOutcome } from '../../src/telemetry/usage-compactor.js';
+import { MAX_PENDING, type SumOutcome, UsageCompactor } from '../../src/telemetry/usage-compactor.js';
 import type { UsageQuery } from '../../src/telemetry/usage.js';
 import { dropRedisPrefix, keysMatching, newRedisPrefix, REDIS_URL, requireRedis, TEST_REDIS, testRedis } from '../helpers/gateway.js';
 import { startRedisProxy } from '../helpers/redis-proxy.js';
@@ -149,6 +149,26 @@ describe('usage summing queued by the writer', () => {
       const plain = new Redis(REDIS_URL);
       for (const key of await keysMatching(plain, `${own}*`)) await plain.del(key);
       plain.disconnect();
+    }
+  });
+
+  it('a replica queues at most MAX_PENDING periods: past that a period is counted as overflow and left to reads; queuing one again is no new entry', () => {
+    const redis = new Redis(REDIS_URL, { lazyConnect: true });
+    const outcomes: SumOutcome[] = [];
+    const compactor = new UsageCompactor(redis, newRedisPrefix(), 7 * DAY, { retryMs: SUM_DELAY_MS, onOutcome: (o) => outcomes.push(o) });
+    try {
+      // due in a day: nothing is summed (nor is Redis asked) while the test runs
+      const later = Date.now() + DAY;
+      for (let n = 0; n < MAX_PENDING; n++) compactor.compact(TENANT, 'hour', n, later);
+      compactor.compact(TENANT, 'hour', 0, later + 1);
+      assert.equal(compactor.pending, MAX_PENDING);
+      assert.deepEqual(outcomes, []);
+      compactor.compact(TENANT, 'hour', MAX_PENDING, later);
+      assert.equal(compactor.pending, MAX_PENDING);
+      assert.deepEqual(outcomes, ['overflow']);
+    } finally {
+      compactor.close();
+      redis.disconnect();
     }
   });
 });
