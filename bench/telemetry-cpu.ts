@@ -83,7 +83,7 @@ async function measure(prefix: string): Promise<void> {
     for (const r of requests) off.finished(r);
   });
 
-  const writer = new StreamWriter({ target: url, prefix, retentionMs: 3_600_000, maxBuffered: rows, log, onDropped: () => undefined, onAppended: () => undefined, onAppendFailed: () => undefined });
+  const writer = new StreamWriter({ target: url, prefix, retentionMs: 3_600_000, maxBuffered: rows, log, onDropped: () => undefined, onAppended: () => undefined, onAppendFailed: () => undefined, sumDelayMs: 60_000 });
   await writer.start();
   const on = new TelemetryRows(new InspectorRing(), writer, createMetrics(), log);
   let queued = 0;

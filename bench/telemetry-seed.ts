@@ -1,13 +1,19 @@
 /**
  * Seeds N request rows for one tenant through the gateway's own append code
  * (StreamWriter: stream entries, id index, minute, hour and day rollups),
- * spread over the last 7 days, then makes a first usage read (which starts
- * summing the finished hours and days into projections), waits for that to
- * end, and times the reads operators make: usage
- * over each window (7 days grouped by two dimensions is the figure of record)
- * and the durable list's first page. Prints the Redis memory the rows took.
+ * spread over the last 7 days, and times the first usage read and then the
+ * reads operators make: usage over each window (7 days grouped by two
+ * dimensions is the figure of record) and the durable list's first page.
+ * Prints the Redis memory the rows took.
  *
- *   node --import tsx bench/telemetry-seed.ts [rows=1000000] [spread=narrow|wide] [redis=redis://127.0.0.1:6379]
+ *   node --import tsx bench/telemetry-seed.ts [rows=1000000] [spread=narrow|wide] [redis=redis://127.0.0.1:6379] [summing=writer|reads]
+ *
+ * `writer` (as a gateway does): the writer queues each finished hour and day
+ * it appended to for summing into projections, after a quiet second here
+ * (GW_TELEMETRY_SUM_DELAY_S in a gateway); the bench waits for that to end,
+ * then makes the first read. `reads`: the writer sums nothing, so the first
+ * read finds no period summed, reads every combination and starts the
+ * summing; the bench waits for that to end before the timed reads.
  *
  * `narrow`: 5 keys, 3 teams, 4 use cases, 4 models: a few hundred distinct
  * dimension tuples. `wide`: 300 keys, each with its own team, cost centre and
@@ -23,11 +29,14 @@ import { StreamReader } from '../src/telemetry/stream-reader.js';
 import { StreamWriter } from '../src/telemetry/stream-writer.js';
 import { inFreshNamespace } from './bench-namespace.js';
 import type { Bucket, Dimension } from '../src/telemetry/usage.js';
+import type { SumOutcome } from '../src/telemetry/usage-compactor.js';
 
 const rows = Number(process.argv[2] ?? 1_000_000);
 const spread = process.argv[3] ?? 'narrow';
 const url = process.argv[4] ?? 'redis://127.0.0.1:6379';
+const summing = process.argv[5] ?? 'writer';
 if (spread !== 'narrow' && spread !== 'wide') throw new Error(`spread must be narrow or wide, not ${spread}`);
+if (summing !== 'writer' && summing !== 'reads') throw new Error(`summing must be writer or reads, not ${summing}`);
 const tenant = 'bench';
 const DAY = 86_400_000;
 const pick = <T>(xs: readonly T[], i: number): T => xs[i % xs.length] as T;
@@ -161,10 +170,17 @@ async function seedAndRead(prefix: string, admin: Redis): Promise<void> {
   const memory = async () => Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
   const before = await memory();
   const retentionMs = 168 * 3_600_000;
-  const writer = new StreamWriter({ target: url, prefix, retentionMs, maxBuffered: 20_000, log: createLogger('warn'), onDropped: () => undefined, onAppended: () => undefined, onAppendFailed: () => undefined });
+  // summing left to reads: the writer's delay outlasts the bench
+  const sumDelayMs = summing === 'writer' ? 1000 : DAY;
+  let periodsSummed = 0;
+  const onSumOutcome = (outcome: SumOutcome) => {
+    if (outcome === 'summed') periodsSummed++;
+  };
+  const writer = new StreamWriter({ target: url, prefix, retentionMs, maxBuffered: 20_000, log: createLogger('warn'), onDropped: () => undefined, onAppended: () => undefined, onAppendFailed: () => undefined, sumDelayMs, onSumOutcome });
   await writer.start();
   const now = Date.now();
   const seedStart = performance.now();
+  const cpuStart = process.cpuUsage();
   for (let i = 0; i < rows; i++) {
     const r = row(i, now);
     writer.append(r.row, r.decision);
@@ -176,18 +192,32 @@ async function seedAndRead(prefix: string, admin: Redis): Promise<void> {
   const used = (await memory()) - before;
   console.log(`Redis memory: ${(used / 1048576).toFixed(1)} MiB for ${rows} rows (${((used / rows) * 1e6 / 1048576).toFixed(0)} MiB per million rows)`);
 
-  const reader = new StreamReader({ target: url, prefix, retentionMs, boundMs: 30_000 });
+  const reader = new StreamReader({ target: url, prefix, retentionMs, boundMs: 30_000, onSumOutcome });
   await reader.start();
   const usage = (groupBy: Dimension[], windowMs: number, bucket?: Bucket) => reader.usage(tenant, { groupBy, bucket, filters: {} }, windowMs, 10_000);
-  // the first read finds no period summed into projections yet: it reads every combination and starts summing the finished hours and days
-  let t = performance.now();
-  await usage(['model', 'team'], 7 * DAY);
-  console.log(`first usage read (7d, group_by=model,team, nothing summed yet): ${(performance.now() - t).toFixed(0)} ms`);
-  t = performance.now();
-  const c = process.cpuUsage();
-  await reader.compactions();
-  const summing = process.cpuUsage(c);
-  console.log(`summing the finished hours and days into projections: ${(performance.now() - t).toFixed(0)} ms, ${((summing.user + summing.system) / 1000).toFixed(0)} ms CPU here`);
+  const cpuMs = (c: NodeJS.CpuUsage) => ((c.user + c.system) / 1000).toFixed(0);
+  const first = async (what: string) => {
+    const redisBefore = await redisUsec(admin);
+    const t = performance.now();
+    const c = process.cpuUsage();
+    await usage(['model', 'team'], 7 * DAY);
+    const wall = performance.now() - t;
+    const cpu = cpuMs(process.cpuUsage(c));
+    console.log(`first usage read (7d, group_by=model,team, ${what}): ${wall.toFixed(0)} ms; CPU ${cpu} ms here, ${(((await redisUsec(admin)) - redisBefore) / 1000).toFixed(0)} ms in Redis`);
+  };
+  if (summing === 'writer') {
+    // the writer queued each finished hour and day as its rows went in: summing ran beside the seeding and ends a quiet second after it
+    await writer.summed();
+    console.log(`seeding and the writer's summing: ${((performance.now() - seedStart) / 1000).toFixed(1)} s, ${cpuMs(process.cpuUsage(cpuStart))} ms CPU here; ${periodsSummed} periods summed`);
+    await first('the finished periods summed by the writer');
+  } else {
+    // the first read finds no period summed into projections yet: it reads every combination and starts summing the finished hours and days
+    await first('nothing summed yet');
+    const t = performance.now();
+    const c = process.cpuUsage();
+    await reader.compactions();
+    console.log(`summing the finished hours and days into projections: ${(performance.now() - t).toFixed(0)} ms, ${cpuMs(process.cpuUsage(c))} ms CPU here; ${periodsSummed} periods summed`);
+  }
   console.log(`Redis memory with projections: ${(((await memory()) - before) / 1048576).toFixed(1)} MiB`);
   const found = await time(admin, 'usage, 7d, group_by=model,team', () => usage(['model', 'team'], 7 * DAY));
   console.log(`  ${found.length} groups, ${found.reduce((n, r) => n + Number(r['requests']), 0)} requests`);

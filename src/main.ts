@@ -92,6 +92,7 @@ import { InspectorRing } from './telemetry/ring.js';
 import { TelemetryRows } from './telemetry/row-sink.js';
 import { StreamReader } from './telemetry/stream-reader.js';
 import { StreamWriter } from './telemetry/stream-writer.js';
+import type { SumOutcome } from './telemetry/usage-compactor.js';
 import { Upstream } from './upstream/client.js';
 import { OriginHealth } from './upstream/health.js';
 import { UpstreamInflight } from './upstream/inflight.js';
@@ -175,7 +176,7 @@ function openTelemetry(settings: Settings, log: Logger, metrics: Metrics): { wri
   const target = redisTargetOf(settings);
   if (!target) return undefined;
   const retentionMs = settings.GW_TELEMETRY_RETENTION_H * 3_600_000;
-  const common = { target, prefix: settings.GW_REDIS_PREFIX, retentionMs };
+  const common = { target, prefix: settings.GW_REDIS_PREFIX, retentionMs, onSumOutcome: (outcome: SumOutcome) => metrics.usageSums.inc({ outcome }) };
   const writer = new StreamWriter({
     ...common,
     maxBuffered: settings.GW_TELEMETRY_BUFFER_ROWS,
@@ -183,9 +184,12 @@ function openTelemetry(settings: Settings, log: Logger, metrics: Metrics): { wri
     onDropped: (n) => metrics.telemetryRowsDropped.inc(n),
     onAppended: (n) => metrics.telemetryRowsAppended.inc(n),
     onAppendFailed: () => metrics.telemetryAppendFailures.inc(),
+    sumDelayMs: settings.GW_TELEMETRY_SUM_DELAY_S * 1000,
   });
+  const reader = new StreamReader({ ...common, boundMs: settings.GW_TELEMETRY_READ_TIMEOUT_S * 1000 });
   metrics.setRowsBufferedSource(() => writer.buffered);
-  return { writer, reader: new StreamReader({ ...common, boundMs: settings.GW_TELEMETRY_READ_TIMEOUT_S * 1000 }) };
+  metrics.setSumsPendingSource(() => writer.pendingSums + reader.pendingSums);
+  return { writer, reader };
 }
 
 /** Where the scorecards' rows go and where their samples are read: Redis for the fleet, else the process's window. */

@@ -97,6 +97,7 @@ export const SettingsSchema = Type.Object({
   GW_TELEMETRY_RETENTION_H: Type.Number({ exclusiveMinimum: 0, default: 168, description: 'hours request rows, decision records and usage rollups are kept in Redis' }),
   GW_TELEMETRY_BUFFER_ROWS: Type.Integer({ minimum: 1, default: 50_000, description: 'rows a replica holds while Redis is slow or away; past it rows are dropped and counted' }),
   GW_TELEMETRY_READ_TIMEOUT_S: Seconds(5, 'bound on a telemetry read (durable list, single request, usage); past it 504 store_timeout'),
+  GW_TELEMETRY_SUM_DELAY_S: Seconds(60, 'a finished hour or day of usage is summed into projections this long after its end or its latest row, whichever is later'),
   GW_SHUTDOWN_GRACE_S: Seconds(10, 'in-flight requests get this long on SIGTERM'),
   GW_CACHE_SIMILARITY: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 0.95, description: 'semantic_cache: least similarity of a near-duplicate last user turn (min of word-shingle Jaccard and character-trigram cosine)' }),
   GW_CACHE_TTL_S: Type.Integer({ minimum: 1, maximum: 30 * 86400, default: 3600, description: 'semantic_cache: seconds a stored reply lives' }),

@@ -46,6 +46,7 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
   const models = new LabelCap();
   const tenants = new LabelCap();
   let rowsBuffered: () => number = () => 0;
+  let sumsPending: () => number = () => 0;
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
   let poolStats: () => PoolStats[] = () => [];
   let inFlight: () => number = () => 0;
@@ -78,6 +79,12 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
       registers: [registry],
     }),
     telemetryAppendFailures: new Counter({ name: 'gw_telemetry_append_failures_total', help: 'Telemetry batches Redis did not take (each is sent again)', registers: [registry] }),
+    usageSums: new Counter({
+      name: 'gw_telemetry_usage_sums_total',
+      help: 'Finished hours and days of usage handed to summing into projections, by outcome: summed (stored by this process), failed (Redis away or slow; tried again, three times in all), overflow (not queued: the queue was full; left to the first read)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
     overhead: new HotHistogram(
       'gw_gateway_overhead_seconds',
       'The gateway\'s own time in a relayed call: before dispatch, and for a whole reply from its last byte to the answer',
@@ -287,6 +294,9 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
     setRowsBufferedSource(fn: () => number) {
       rowsBuffered = fn;
     },
+    setSumsPendingSource(fn: () => number) {
+      sumsPending = fn;
+    },
     countAnswer(surface: string, status: number, provider: string, seconds: number) {
       m.requests.inc([surface, String(status), provider]);
       m.duration.observe([surface], seconds);
@@ -323,6 +333,14 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
     registers: [registry],
     collect() {
       this.set(rowsBuffered());
+    },
+  });
+  new Gauge({
+    name: 'gw_telemetry_usage_sums_pending',
+    help: 'Finished (or finishing) hours and days of usage queued in this process for summing into projections',
+    registers: [registry],
+    collect() {
+      this.set(sumsPending());
     },
   });
   const poolGauge = (field: keyof Omit<PoolStats, 'origin'>) =>

@@ -7,7 +7,7 @@ import { rollupReads, type RollupRead } from './rollup-plan.js';
 import type { DecisionRecord, RequestRow } from './row.js';
 import { decodeEntry } from './stream-codec.js';
 import { type Counts, type Dimension, UsageAggregator, type UsageQuery, type UsageRow } from './usage.js';
-import { UsageCompactor } from './usage-compactor.js';
+import { type SumOutcome, UsageCompactor } from './usage-compactor.js';
 
 export interface StreamReaderOptions {
   target: RedisTarget;
@@ -15,6 +15,7 @@ export interface StreamReaderOptions {
   retentionMs: number;
   /** a read that takes longer is 504 store_timeout */
   boundMs: number;
+  onSumOutcome?(outcome: SumOutcome): void;
 }
 
 export interface ListQuery {
@@ -64,7 +65,7 @@ export class StreamReader {
     redis.defineCommand('gwUsageRead', { lua: readScript });
     this.redis = redis as RedisClient & ReadCommands;
     this.redis.on('error', () => undefined);
-    this.compactor = new UsageCompactor(this.redis, opts.prefix, opts.retentionMs);
+    this.compactor = new UsageCompactor(this.redis, opts.prefix, opts.retentionMs, { retryMs: SUM_AFTER_MS, onOutcome: opts.onSumOutcome });
   }
 
   async start(): Promise<void> {
@@ -72,7 +73,13 @@ export class StreamReader {
   }
 
   close(): void {
+    this.compactor.close();
     this.redis.disconnect();
+  }
+
+  /** periods usage reads queued for summing into projections */
+  get pendingSums(): number {
+    return this.compactor.pending;
   }
 
   async list(tenant: string, q: ListQuery): Promise<StoredRequest[]> {
@@ -124,7 +131,8 @@ export class StreamReader {
    * at most two dimensions, from the projections on them of every period
    * summed whole (projections.ts; a day not yet whole by its hours), the rest
    * from every combination of dimension values. Finished periods read so are
-   * summed into projections in the background for the next read.
+   * summed into projections in the background for the next read (the writer
+   * that appended their rows normally has done that already).
    */
   async usage(tenant: string, query: UsageQuery, windowMs: number, limit: number): Promise<UsageRow[]> {
     return this.bounded('a shorter window or fewer dimensions', async (deadline) => {

@@ -9,6 +9,7 @@ import { MINUTE_ROLLUP_KEEP_MS } from './rollup-plan.js';
 import type { DecisionRecord, RequestRow } from './row.js';
 import { encodeEntry } from './stream-codec.js';
 import { dimensionTuple, rowCounters } from './usage.js';
+import { type SumOutcome, UsageCompactor } from './usage-compactor.js';
 
 interface AppendCommands {
   gwTelemetryAppend(numKeys: number, ...args: string[]): unknown;
@@ -40,6 +41,9 @@ export interface StreamWriterOptions {
   onDropped(count: number): void;
   onAppended(count: number): void;
   onAppendFailed(): void;
+  /** a finished hour or day this writer added rows to is summed into projections this long after the later of its end and its last row (ms) */
+  sumDelayMs: number;
+  onSumOutcome?(outcome: SumOutcome): void;
 }
 
 /** a batch goes out at this many rows, or after FLUSH_MS */
@@ -68,6 +72,11 @@ const script = readFileSync(new URL('./telemetry-append.lua', import.meta.url), 
  * it (WAIT 1 ends each pipeline): a master that fails before that may take
  * the rows with it, so the batch is sent again, and what the promoted replica
  * already had is skipped.
+ *
+ * Every hour and day a batch added rows to is queued for summing into
+ * projections (usage-compactor.ts) once it is finished and has had no row for
+ * `sumDelayMs`, so usage reads find finished periods summed without having
+ * started it themselves.
  */
 export class StreamWriter {
   private readonly redis: ScriptedRedis;
@@ -77,12 +86,14 @@ export class StreamWriter {
   private inFlight: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly drops: DropLog;
+  private readonly summing: UsageCompactor;
   private closed = false;
 
   constructor(private readonly opts: StreamWriterOptions) {
     // a batch Redis has not answered in time is sent again: the row ids make that safe
     this.redis = writerConnection<ScriptedRedis>(opts.target, `${opts.prefix}telemetry-writer`, 'gwTelemetryAppend', script);
     this.drops = new DropLog(opts.log, 'telemetry rows dropped: Redis did not take them in time', opts.onDropped, () => this.queue.length);
+    this.summing = new UsageCompactor(this.redis, opts.prefix, opts.retentionMs, { retryMs: opts.sumDelayMs, onOutcome: opts.onSumOutcome });
   }
 
   async start(): Promise<void> {
@@ -91,6 +102,16 @@ export class StreamWriter {
 
   get buffered(): number {
     return this.queue.length;
+  }
+
+  /** hours and days queued for summing into projections */
+  get pendingSums(): number {
+    return this.summing.pending;
+  }
+
+  /** resolves when the periods queued for summing that are due within the quiet delay are summed (or given up) */
+  summed(): Promise<void> {
+    return this.summing.settled(Date.now() + this.opts.sumDelayMs);
   }
 
   append(row: RequestRow, decision: DecisionRecord): void {
@@ -133,6 +154,7 @@ export class StreamWriter {
     await drain(graceMs, FLUSH_MS, () => this.queue.length, () => this.flush());
     this.closed = true;
     clearTimeout(this.timer);
+    this.summing.close();
     if (this.queue.length > 0) this.drops.dropped(this.queue.splice(0).length);
     this.drops.report(true);
     this.redis.disconnect();
@@ -185,11 +207,24 @@ export class StreamWriter {
     // a row counts once, when first appended: a batch sent again skips it
     this.opts.onAppended(nodes.reduce((n, node) => node.replies.reduce((m, [err, added]) => (err ? m : m + Number(added)), n), 0));
     const failure = nodes.find((node) => node.failure !== undefined)?.failure;
-    if (failure === undefined) this.queue.splice(0, batch.length);
-    else {
+    if (failure === undefined) {
+      this.queue.splice(0, batch.length);
+      this.queueSums(groups.values());
+    } else {
       this.opts.onAppendFailed();
       this.opts.log.debug({ err: failure, rows: batch.length }, 'telemetry batch not appended; retrying');
     }
     this.drops.report(false);
+  }
+
+  /** queues the hours and days of an appended batch for summing, each due the quiet delay after the later of its end and now */
+  private queueSums(groups: Iterable<{ tenant: string; at: number }>): void {
+    const now = Date.now();
+    for (const { tenant, at } of groups) {
+      for (const period of ['hour', 'day'] as const) {
+        const n = periodOf(period, at);
+        this.summing.compact(tenant, period, n, Math.max((n + 1) * PERIOD_MS[period], now) + this.opts.sumDelayMs);
+      }
+    }
   }
 }
