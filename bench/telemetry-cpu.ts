@@ -54,7 +54,7 @@ function finished(i: number): FinishedRequest {
     errorDetail: undefined,
     errorType: undefined,
     refusal: undefined,
-    stages: stages.header(),
+    stages: stages.timings(),
     credentialSource: 'pass_through',
     skills: [{ skill: 'guardrails', mode: 'prod', arm: 'prod', outcome: 'miss', ms: 0.2, detail: '{"detected":[]}' }],
     budget: { reserved_usd: 0.05, settled_usd: 0.00012 },

@@ -58,16 +58,13 @@ export interface RefusalRecord extends RequestRecord {
 /** The skill engine's reports as telemetry reads them: the arm named by the mode when there is none, the detail as text, the tokens a stage saved. */
 const skillOutcomes = (skills: readonly SkillRecord[]): SkillOutcome[] =>
   skills.map((s) => {
-    const saved = s.detail?.['tokens_saved'];
-    return {
-      skill: s.skill,
-      mode: s.mode,
-      arm: s.arm ?? s.mode,
-      outcome: s.outcome,
-      ms: s.ms,
-      ...(s.detail !== undefined && { detail: JSON.stringify(s.detail) }),
-      ...(typeof saved === 'number' && { tokens_saved: saved }),
-    };
+    // optional fields set on the literal, not spread into it (a spread took V8's slow path)
+    const out: SkillOutcome = { skill: s.skill, mode: s.mode, arm: s.arm ?? s.mode, outcome: s.outcome, ms: s.ms };
+    if (s.detail === undefined) return out;
+    out.detail = JSON.stringify(s.detail);
+    const saved = s.detail['tokens_saved'];
+    if (typeof saved === 'number') out.tokens_saved = saved;
+    return out;
   });
 
 /**
@@ -181,7 +178,7 @@ function finishedRequest(rec: RequestRecord, skills: RequestRecord['skills'], o:
     latencyMs: rec.latencyMs,
     servedBy: rec.failOpenReason !== undefined ? 'direct_passthrough' : rec.fromCache ? 'cache' : 'pipeline',
     failOpenReason: rec.failOpenReason,
-    stages: rec.req.stages.header(),
+    stages: rec.req.stages.timings(),
     credentialSource: rec.credentialSource,
     skills: skillOutcomes(skills ?? []),
     lines: rec.req.logLines,

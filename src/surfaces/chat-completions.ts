@@ -11,6 +11,7 @@ import { JsonText } from '../translate/chat/body-writer.js';
 import { chatTranslator } from '../translate/index.js';
 import type { ChatRequest, ReplyContext } from '../translate/types.js';
 import { SURFACES } from './index.js';
+import { planned } from './planned.js';
 
 const surface = SURFACES.chat_completions;
 
@@ -54,7 +55,7 @@ const plan: Planner = (req, { providers, presented }) => {
   // (the call names no model meanwhile: admission has none to judge, the routed one is judged when the call is planned again)
   if (model === AUTO && !entry) return { ...providers.target('openai', CHAT, req.headers), model: undefined, body: req.body, unrouted: new GatewayError('onboarding_incomplete', NO_MODEL) };
   // untranslated: OpenAI's models, names the catalog does not know, and self-hosted models (the same wire format)
-  if (!body || !translate || !entry) return { ...providers.target(entry?.provider ?? 'openai', CHAT, req.headers), model, body: req.body };
+  if (!body || !translate || !entry) return planned(providers.target(entry?.provider ?? 'openai', CHAT, req.headers), model, req.body);
   const chat = body as ChatRequest;
   const call = translate(chat, replyContext(req, chat), entry, new JsonText(req.body.length));
   return { ...providers.target(entry.provider, call.operation, req.headers), model, body: call.body, headers: call.headers, reply: call.reply, presented: asApiKey(presented) };

@@ -6,6 +6,7 @@ import type { Planner, RouteRow } from '../pipeline/types.js';
 import { isAccessKeyPair } from '../providers/cloudy.js';
 import { SURFACES } from './index.js';
 import { bearerToken, DEV_KEY_PREFIX } from '../http/credentials.js';
+import { planned } from './planned.js';
 
 const surface = SURFACES.converse;
 
@@ -76,7 +77,7 @@ function planner(stream: boolean, fromPath: boolean): Planner {
       else body = withModelId(req.body, routed);
       modelId = routed;
     }
-    return { ...providers.target('cloudy', { op: 'converse', model: modelId, stream }, req.headers), model: modelId, body };
+    return planned(providers.target('cloudy', { op: 'converse', model: modelId, stream }, req.headers), modelId, body);
   };
 }
 

@@ -4,6 +4,7 @@ import type { Route } from '../http/types.js';
 import type { Pipeline } from '../pipeline/index.js';
 import type { Planner } from '../pipeline/types.js';
 import { SURFACES } from './index.js';
+import { planned } from './planned.js';
 
 const surface = SURFACES.generate_content;
 
@@ -41,7 +42,7 @@ const plan: Planner = (req, { providers, model: routed }) => {
   // a model the skills routed the call to replaces the path's
   const model = routed ?? named.model;
   const { stream } = named;
-  return { ...providers.chosen({ op: 'generate_content', model, stream, query: upstreamQuery(req.query, QUERY_CARRIERS) }, req.headers, 'genvendor'), model, body: req.body };
+  return planned(providers.chosen({ op: 'generate_content', model, stream, query: upstreamQuery(req.query, QUERY_CARRIERS) }, req.headers, 'genvendor'), model, req.body);
 };
 
 export const generateContentRoutes = (pipeline: Pipeline): Route[] => pipeline.routes([{ method: 'POST', path: '/genvendor/v1beta/models/:model', surface, plan }]);

@@ -6,6 +6,7 @@ import type { Planner, RouteRow } from '../pipeline/types.js';
 import { withQuery } from '../providers/adapter.js';
 import { lookupModel } from '../providers/catalog.js';
 import { SURFACES } from './index.js';
+import { planned } from './planned.js';
 
 const surface = SURFACES.responses;
 
@@ -37,13 +38,13 @@ function modelOf(req: GatewayRequest): string | undefined {
 const planResponses: Planner = (req, { providers }) => {
   const model = modelOf(req);
   const provider = lookupModel(model)?.provider ?? 'openai';
-  return { ...providers.target(provider, { op: 'responses', query: req.query }, req.headers), model, body: req.body };
+  return planned(providers.target(provider, { op: 'responses', query: req.query }, req.headers), model, req.body);
 };
 
 /** The cloudx forms: the Azure path of the form, the deployment name riding as `model`. */
 const planCloudx =
   (azurePath: string): Planner =>
-  (req, { providers }) => ({ ...providers.target('cloudx', { op: 'vendor_path', path: withQuery(azurePath, req.query) }, req.headers), model: modelOf(req), body: req.body });
+  (req, { providers }) => planned(providers.target('cloudx', { op: 'vendor_path', path: withQuery(azurePath, req.query) }, req.headers), modelOf(req), req.body);
 
 const ROWS: RouteRow[] = [
   { method: 'POST', path: '/v1/responses', surface, plan: planResponses },

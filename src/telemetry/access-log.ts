@@ -1,5 +1,6 @@
 import type { DestinationStream } from 'pino';
 import type { ResponseMeta } from '../http/types.js';
+import { isoTime } from './iso-time.js';
 
 /** One answered request, as the access line records it. */
 export interface AccessRecord {
@@ -45,7 +46,7 @@ export class AccessLog {
 
   write(r: AccessRecord): void {
     if (!this.enabled) return;
-    this.pending.push({ at: new Date().toISOString(), r });
+    this.pending.push({ at: isoTime(Date.now()), r });
     if (this.pending.length >= BATCH_LINES) this.immediate ??= setImmediate(() => this.flush());
     else if (this.timer === undefined) {
       this.timer = setTimeout(() => this.flush(), FLUSH_MS);

@@ -1,5 +1,7 @@
+import type { StageTiming } from '../http/stages.js';
 import type { Usage } from '../providers/types.js';
 import { FAIL_OPEN_OUTCOMES } from '../skills/stage.js';
+import { isoTime } from './iso-time.js';
 import type { RequestLines } from './request-log.js';
 
 /** One skill stage's outcome on one request, as the skill engine reports it. */
@@ -52,8 +54,8 @@ export interface FinishedRequest {
   errorType: string | undefined;
   /** set when the gateway refused the request before any reply began: the stage that refused and why */
   refusal: { stage: string; type: string } | undefined;
-  /** x-gw-stage-durations as sent */
-  stages: string;
+  /** the stage timings (x-gw-stage-durations' values) */
+  stages: StageTiming[];
   credentialSource: 'pass_through' | 'stored' | undefined;
   skills: readonly SkillOutcome[];
   budget: { reserved_usd: number; settled_usd: number } | null;
@@ -149,11 +151,7 @@ export interface RequestRow {
   skills: Record<string, SkillColumn>;
 }
 
-export interface StageTiming {
-  stage: string;
-  ms: number;
-  running?: true;
-}
+export type { StageTiming };
 
 /** What the gateway decided about a request, and why. */
 export interface DecisionRecord {
@@ -215,17 +213,6 @@ const optimizationState = (skills: readonly SkillOutcome[]): string => {
   return skills.length > 0 ? 'shadow' : 'off';
 };
 
-/** Parses x-gw-stage-durations back into timings (kept as the header in the row's store). */
-export function parseStages(header: string): StageTiming[] {
-  if (header === '') return [];
-  return header.split(', ').map((part) => {
-    const [stage = '', dur = '', running] = part.split(';');
-    const t: StageTiming = { stage, ms: Number(dur.slice(4)) };
-    if (running === 'running') t.running = true;
-    return t;
-  });
-}
-
 const FIGURE_NUMBERS = ['tokens_saved', 'usd_saved', 'ledger_usd', 'estimated_ledger_usd'] as const;
 
 /** a report's detail, which accounting hands over as JSON text */
@@ -239,9 +226,8 @@ function detailOf(detail: string | undefined): unknown {
 }
 
 /** The summed figures of a skill's report (its detail, when an object, and its tokens_saved); undefined when none. */
-function figuresOf(s: SkillOutcome): SkillFigures | undefined {
+function figuresOf(s: SkillOutcome, d: unknown): SkillFigures | undefined {
   const out: SkillFigures = {};
-  const d = detailOf(s.detail);
   if (typeof d === 'object' && d !== null) {
     const detail = d as Record<string, unknown>;
     for (const name of FIGURE_NUMBERS) if (typeof detail[name] === 'number') out[name] = detail[name];
@@ -256,9 +242,9 @@ function figuresOf(s: SkillOutcome): SkillFigures | undefined {
 }
 
 /** model_routing's choice when it acted: the model the request named (none: it left the choice to the router), the one the call went to, and why. */
-function routeOf(f: FinishedRequest): DecisionRecord['route'] | undefined {
-  const s = f.skills.find((x) => x.skill === 'model_routing' && x.outcome === 'applied');
-  const d = s && detailOf(s.detail);
+function routeOf(f: FinishedRequest, details: readonly unknown[]): DecisionRecord['route'] | undefined {
+  const at = f.skills.findIndex((x) => x.skill === 'model_routing' && x.outcome === 'applied');
+  const d = details[at];
   const detail = typeof d === 'object' && d !== null ? (d as Record<string, unknown>) : undefined;
   const route = detail?.['route'] as { model?: unknown; reason?: unknown } | undefined;
   if (typeof route?.model !== 'string') return undefined;
@@ -266,10 +252,11 @@ function routeOf(f: FinishedRequest): DecisionRecord['route'] | undefined {
 }
 
 /** What the semantic cache did for the request, from its report: the decision record's `cache` and the row's `cache_tier` (the match of a hit). */
-function cacheOf(f: FinishedRequest): { decision: DecisionRecord['cache']; tier: string | null } {
-  const s = f.skills.find((x) => x.skill === 'semantic_cache');
+function cacheOf(f: FinishedRequest, details: readonly unknown[]): { decision: DecisionRecord['cache']; tier: string | null } {
+  const at = f.skills.findIndex((x) => x.skill === 'semantic_cache');
+  const s = f.skills[at];
   if (s === undefined) return { decision: { result: 'off' }, tier: null };
-  const d = detailOf(s.detail);
+  const d = details[at];
   const detail = typeof d === 'object' && d !== null ? (d as Record<string, unknown>) : {};
   const similarity = typeof detail['similarity'] === 'number' ? { similarity: detail['similarity'] } : {};
   if (s.outcome === 'hit') return { decision: { result: 'hit', ...similarity }, tier: f.servedBy === 'cache' && typeof detail['match'] === 'string' ? detail['match'] : null };
@@ -280,12 +267,12 @@ function cacheOf(f: FinishedRequest): { decision: DecisionRecord['cache']; tier:
 }
 
 /** The row's skills column: the key's stored-mode arms, overridden by what the engine reported. */
-function skillColumns(f: FinishedRequest, storedArms: StoredArms | undefined): Record<string, SkillColumn> {
+function skillColumns(f: FinishedRequest, details: readonly unknown[], storedArms: StoredArms | undefined): Record<string, SkillColumn> {
   const skills: Record<string, SkillColumn> = {};
   // the session id as sent, as the engine draws with it
   if (storedArms) for (const [skill, arm] of storedArms(f.keyId, f.headers[DIMENSION_HEADERS.session_id], f.requestId)) skills[skill] = { arm, outcome: 'unreported' };
-  for (const s of f.skills) {
-    const detail = figuresOf(s);
+  for (const [i, s] of f.skills.entries()) {
+    const detail = figuresOf(s, details[i]);
     skills[s.skill] = detail === undefined ? { arm: s.arm, outcome: s.outcome } : { arm: s.arm, outcome: s.outcome, detail };
   }
   return skills;
@@ -298,14 +285,16 @@ function skillColumns(f: FinishedRequest, storedArms: StoredArms | undefined): R
  */
 export function buildRecord(f: FinishedRequest, retry: boolean, now: number, storedArms?: StoredArms): { row: RequestRow; decision: DecisionRecord } {
   const h = f.headers;
-  const skills = skillColumns(f, storedArms);
-  const cache = cacheOf(f);
-  const route = routeOf(f);
+  // each report's detail parsed once, for its column, the cache and the route
+  const details = f.skills.map((s) => detailOf(s.detail));
+  const skills = skillColumns(f, details, storedArms);
+  const cache = cacheOf(f, details);
+  const route = routeOf(f, details);
   const tokensSaved = f.skills.reduce((n, s) => n + (s.tokens_saved ?? 0), 0);
   const routedModel = f.usage?.model ?? f.model ?? null;
   const row: RequestRow = {
     request_id: f.requestId,
-    ts: new Date(now).toISOString(),
+    ts: isoTime(now),
     tenant_id: f.tenantId,
     key_id: f.keyId,
     session_id: label(h[DIMENSION_HEADERS.session_id]),
@@ -344,7 +333,7 @@ export function buildRecord(f: FinishedRequest, retry: boolean, now: number, sto
   };
   const decision: DecisionRecord = {
     served_by: f.servedBy,
-    stages: parseStages(f.stages),
+    stages: f.stages,
     route: route ?? { provider: f.provider, model: f.model ?? null, routed_model: routedModel, reason: routedModel === (f.model ?? null) ? null : 'vendor_reported_model' },
     skills: [...f.skills],
     cache: cache.decision,

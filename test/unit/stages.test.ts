@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { StageClock } from '../../src/http/stages.js';
+import { fixed2, StageClock } from '../../src/http/stages.js';
 
 const busy = (ms: number) => {
   const until = performance.now() + ms;
@@ -44,5 +44,35 @@ describe('StageClock', () => {
     c.end();
     assert.equal(c.header(), '');
     assert.ok(c.elapsedMs >= 50);
+  });
+
+  it('timings() are the header\'s values: each completed stage to the hundredth, the running one flagged', () => {
+    const c = new StageClock();
+    c.begin('auth');
+    busy(1);
+    c.begin('policy_rate_limit');
+    c.end();
+    c.begin('upstream_openai');
+    const t = c.timings();
+    const shown = c
+      .header()
+      .split(', ')
+      .map((p) => p.split(';'));
+    assert.deepEqual(
+      t.slice(0, 2),
+      shown.slice(0, 2).map(([stage, dur]) => ({ stage, ms: Number(dur?.slice(4)) })),
+    );
+    assert.equal(t[2]?.stage, 'upstream_openai');
+    assert.equal(t[2]?.running, true);
+    assert.equal(shown[2]?.[2], 'running');
+  });
+
+  it('fixed2 renders two decimals of the hundredths the timings carry', () => {
+    for (const ms of [0, 0.004, 1, 10.5, 123.456, 30_000, 100_000.125]) assert.equal(fixed2(ms), ms.toFixed(2), String(ms));
+    for (let i = 0; i < 100_000; i++) {
+      const ms = i * 0.00137;
+      assert.match(fixed2(ms), /^\d+\.\d{2}$/);
+      assert.equal(Number(fixed2(ms)), Math.round(ms * 100) / 100);
+    }
   });
 });

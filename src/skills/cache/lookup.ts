@@ -83,14 +83,8 @@ export class SemanticCache {
   async lookup(org: string, route: CacheRoute, keys: StageCacheKeys): Promise<CacheLookup> {
     // the org, provider, model and stream flag join the worker's body scope in every key
     const scope = digest(org, route.provider, route.model, route.stream ? 'stream' : 'whole', keys.scope);
-    const id = digest(scope, keys.exact);
-    const near = keys.near && {
-      signature: { preceding: keys.near.preceding, invariants: keys.near.invariants, minhash: keys.near.minhash, vector: keys.near.vector },
-      bands: keys.near.bands.map((b) => digest(scope, b)),
-    };
-    const recordKey: RecordKey = { org, id, ...(near && { near }) };
     try {
-      const result = await within(this.find(recordKey), this.boundMs);
+      const result = await within(this.find(org, digest(scope, keys.exact), scope, keys.near), this.boundMs);
       this.observer?.lookedUp(result.kind);
       return result;
     } catch (err) {
@@ -99,19 +93,22 @@ export class SemanticCache {
     }
   }
 
-  private async find(key: RecordKey): Promise<CacheLookup> {
-    const exact = await this.store.get(key.org, key.id);
+  /** the band keys are digested only past an exact miss: a hit needs none of them */
+  private async find(org: string, id: string, scope: string, near: StageCacheKeys['near']): Promise<CacheLookup> {
+    const exact = await this.store.get(org, id);
     if (exact !== undefined) return { kind: 'hit', reply: exact, match: 'exact', similarity: 1 };
-    if (key.near === undefined) return { kind: 'miss', recordKey: key };
-    const mine = key.near.signature;
+    if (near === undefined) return { kind: 'miss', recordKey: { org, id } };
+    const mine: StoredSignature = { preceding: near.preceding, invariants: near.invariants, minhash: near.minhash, vector: near.vector };
+    const bands = near.bands.map((b) => digest(scope, b));
+    const key: RecordKey = { org, id, near: { signature: mine, bands } };
     let best: { id: string; similarity: number } | undefined;
-    for (const c of await this.store.candidates(key.org, key.near.bands, MAX_CANDIDATES)) {
-      if (c.id === key.id || c.signature.preceding !== mine.preceding || c.signature.invariants !== mine.invariants) continue;
+    for (const c of await this.store.candidates(org, bands, MAX_CANDIDATES)) {
+      if (c.id === id || c.signature.preceding !== mine.preceding || c.signature.invariants !== mine.invariants) continue;
       const s = similarity(mine, c.signature);
       if (best === undefined || s > best.similarity) best = { id: c.id, similarity: s };
     }
     if (best !== undefined && best.similarity >= this.settings.similarity) {
-      const reply = await this.store.get(key.org, best.id);
+      const reply = await this.store.get(org, best.id);
       if (reply !== undefined) return { kind: 'hit', reply, match: 'near', similarity: best.similarity };
     }
     return { kind: 'miss', recordKey: key, ...(best && { similarity: best.similarity }) };

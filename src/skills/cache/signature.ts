@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { NearSignature } from '../stage.js';
 
 /**
@@ -23,8 +23,12 @@ export const BANDS = 16;
 const ROWS = PERMUTATIONS / BANDS;
 const SHINGLE = 3;
 
-/** A short hex digest of parts joined by NUL (which no part is expected to contain in a way that matters). */
-export const digest = (...parts: readonly string[]): string => createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, 32);
+/**
+ * A short hex digest of parts joined by NUL (which no part is expected to
+ * contain in a way that matters). One-shot `hash`: a Hash object per digest
+ * cost more than the hashing of these short strings.
+ */
+export const digest = (...parts: readonly string[]): string => hash('sha256', parts.join('\0'), 'hex').slice(0, 32);
 
 /** murmur3's 32-bit finaliser: a bijection on 32-bit integers that mixes every bit */
 function fmix32(x: number): number {
