@@ -79,6 +79,8 @@ export class SkillPool {
       idleTimeout: settings.idleTimeoutMs,
       concurrentTasksPerWorker: settings.tasksPerThread,
       workerData,
+      // the pool times its stages itself (PoolObserver); piscina's own histograms would cost every task two more records
+      recordTiming: false,
     });
     // a thread that dies between tasks is replaced by piscina; it is not any request's error
     this.piscina.on('error', () => undefined);
