@@ -297,7 +297,7 @@ export class SkillEngine {
    * than most shadow decisions, and five of them at once filled the pool.
    */
   private async besideReports(r: RequestRun, stages: readonly PlannedStage[], body: Uint8Array, model: string | undefined): Promise<SkillReport[]> {
-    const runs = await this.runStage(stages[0]!, r, body, false, stages.slice(1));
+    const runs = await this.runStage(stages[0]!, r, body, false, stages.slice(1), true);
     return this.riddenReports(
       r,
       stages.map((s, i) => [s, runs[i]!]),
@@ -305,14 +305,14 @@ export class SkillEngine {
     );
   }
 
-  private runStage(stage: PlannedStage, r: RequestRun, body: Uint8Array, acting: boolean, followers: readonly PlannedStage[]): Promise<StageRun[]> {
+  private runStage(stage: PlannedStage, r: RequestRun, body: Uint8Array, acting: boolean, followers: readonly PlannedStage[], beside = false): Promise<StageRun[]> {
     const { settings } = this.deps;
     const { memory } = r;
     const ceiling = acting ? settings.GW_SKILL_CEILING_ACTING_MS : settings.GW_SKILL_CEILING_SHADOW_MS;
     const riders = followers.map((f) => ({ stage: f.row.id, ceilingMs: settings.GW_SKILL_CEILING_SHADOW_MS, started: memory.flag(f.slot) }));
     // followers read the task's context: it goes when any stage of the task asks for it
     const context = r.context(followers.length === 0 ? [stage] : [stage, ...followers]);
-    return this.deps.pool.runWithFollowers({ stage: stage.row.id, surface: r.req.surface, acting, body, started: memory.flag(stage.slot), ...(context && { context }) }, ceiling, riders);
+    return this.deps.pool.runWithFollowers({ stage: stage.row.id, surface: r.req.surface, acting, body, started: memory.flag(stage.slot), ...(context && { context }) }, ceiling, riders, beside);
   }
 
   private report(stage: PlannedStage, run: StageRun, acting: boolean): SkillReport {

@@ -1,4 +1,4 @@
-import { Piscina } from 'piscina';
+import { Piscina, type TaskQueue } from 'piscina';
 import { CATALOG } from '../providers/catalog.js';
 import type { SkillRow } from './table.js';
 import { STAGE_FINISHED, STAGE_RUNNING, STARTED_SLOT_INTS, type FollowerStage, type StageReply, type StageTask, type WorkerEvaluators } from './stage.js';
@@ -43,6 +43,50 @@ export interface PoolObserver {
   stageTimed(stage: string, queueWaitMs: number, runMs: number): void;
 }
 
+/** What a queued piscina task carries under Piscina.queueOptionsSymbol: which lane of the queue it waits in. */
+interface QueueOptions {
+  beside: boolean;
+}
+type QueuedTask = Parameters<TaskQueue['push']>[0];
+const BESIDE: QueueOptions = { beside: true };
+
+/**
+ * The pool's queue, in two lanes: the stages a request waits for before it
+ * is dispatched go first, the shadow stages beside dispatch (only measured,
+ * never acted on) when none of those waits. A burst of shadow work then
+ * never holds up a request's stages until they miss their ceilings.
+ */
+class LaneQueue implements TaskQueue {
+  private readonly first: QueuedTask[] = [];
+  private readonly later: QueuedTask[] = [];
+
+  get size(): number {
+    return this.first.length + this.later.length;
+  }
+
+  push(task: QueuedTask): void {
+    this.laneOf(task).push(task);
+  }
+
+  unshift(task: QueuedTask): void {
+    this.laneOf(task).unshift(task);
+  }
+
+  shift(): QueuedTask | null {
+    return this.first.shift() ?? this.later.shift() ?? null;
+  }
+
+  remove(task: QueuedTask): void {
+    const lane = this.laneOf(task);
+    const i = lane.indexOf(task);
+    if (i >= 0) lane.splice(i, 1);
+  }
+
+  private laneOf(task: QueuedTask): QueuedTask[] {
+    return (task[Piscina.queueOptionsSymbol as keyof QueuedTask] as QueueOptions | null)?.beside === true ? this.later : this.first;
+  }
+}
+
 export type StageRun =
   | { outcome: 'done'; reply: StageReply; ms: number }
   | { outcome: 'ceiling_exceeded' | 'loop_stalled' | 'overloaded' | 'error'; detail: string; ms: number };
@@ -78,6 +122,7 @@ export class SkillPool {
       // the queue bound is kept here (inFlight), counting what each thread holds too
       idleTimeout: settings.idleTimeoutMs,
       concurrentTasksPerWorker: settings.tasksPerThread,
+      taskQueue: new LaneQueue(),
       workerData,
       // the pool times its stages itself (PoolObserver); piscina's own histograms would cost every task two more records
       recordTiming: false,
@@ -104,9 +149,10 @@ export class SkillPool {
    * Runs one stage and, in the same task, the shadow stages that follow it
    * (each under its own ceiling, from its own start). Settles with one run per
    * stage, the task's own first: within `ceilingMs` when that stage misses,
-   * else within the followers' ceilings after it.
+   * else within the followers' ceilings after it. `beside`: shadow work beside
+   * dispatch, queued behind every stage a request waits for.
    */
-  runWithFollowers(task: Omit<StageTask, 'deadlineAt' | 'followers'>, ceilingMs: number, followers: readonly FollowerStage[]): Promise<StageRun[]> {
+  runWithFollowers(task: Omit<StageTask, 'deadlineAt' | 'followers'>, ceilingMs: number, followers: readonly FollowerStage[], beside = false): Promise<StageRun[]> {
     const t0 = performance.now();
     const elapsed = () => performance.now() - t0;
     const all = (run: StageRun, rest: StageRun = run) => [run, ...followers.map(() => rest)];
@@ -157,6 +203,8 @@ export class SkillPool {
       }, ceilingMs);
 
       const stageTask: StageTask = { ...task, deadlineAt: Date.now() + ceilingMs, ...(followers.length > 0 && { followers: [...followers] }) };
+      // a symbol-keyed member: the queue reads it, the structured clone to the thread leaves it out
+      if (beside) Object.assign(stageTask, { [Piscina.queueOptionsSymbol]: BESIDE });
       this.inFlight++;
       this.piscina.run(stageTask).then(
         (reply) => {
