@@ -101,8 +101,14 @@ const workerFile = () => new URL(import.meta.url.endsWith('.ts') ? './worker-tsx
 export class SkillPool {
   private readonly piscina: Piscina<StageTask, StageReply>;
   private closing = false;
-  /** stages handed to piscina and not yet settled by it: running, queued, or past their ceiling and not yet stopped */
+  /** stages a request waits for, handed to piscina and not yet settled by it: running, queued, or past their ceiling and not yet stopped */
   private inFlight = 0;
+  /**
+   * the same for shadow work beside dispatch, bounded on its own: in the
+   * queue's later lane it may wait out its ceiling behind a burst of stages
+   * requests wait for, and must never fill the bound those stages are refused by
+   */
+  private besideInFlight = 0;
   /** threads the backstop is terminating: the stages queued behind the killed one fail with them, and are not respawns of their own */
   private terminating = 0;
 
@@ -131,9 +137,9 @@ export class SkillPool {
     this.piscina.on('error', () => undefined);
   }
 
-  /** Threads alive now, stages waiting for one, and stages handed to the pool and not yet settled (the bound `maxQueue` applies to). */
+  /** Threads alive now, stages waiting for one, and stages handed to the pool and not yet settled (each kind, a request's and beside dispatch, bounded on its own). */
   get stats(): { threads: number; queued: number; inFlight: number } {
-    return { threads: this.piscina.threads.length, queued: this.piscina.queueSize, inFlight: this.inFlight };
+    return { threads: this.piscina.threads.length, queued: this.piscina.queueSize, inFlight: this.inFlight + this.besideInFlight };
   }
 
   /**
@@ -158,7 +164,7 @@ export class SkillPool {
     const all = (run: StageRun, rest: StageRun = run) => [run, ...followers.map(() => rest)];
     if (ceilingMs === 0) return Promise.resolve(all({ outcome: 'ceiling_exceeded', detail: 'ceiling 0 ms', ms: 0 }));
     const { threads, tasksPerThread, maxQueue } = this.settings;
-    if (this.inFlight >= threads * tasksPerThread + maxQueue) {
+    if ((beside ? this.besideInFlight : this.inFlight) >= threads * tasksPerThread + maxQueue) {
       return Promise.resolve(all({ outcome: 'overloaded', detail: `the skill pool is full (${threads} threads × ${tasksPerThread} stages, ${maxQueue} queued)`, ms: 0 }));
     }
     const notRun = (why: string): StageRun => ({ outcome: 'ceiling_exceeded', detail: `not run: ${why}`, ms: 0 });
@@ -205,11 +211,12 @@ export class SkillPool {
       const stageTask: StageTask = { ...task, deadlineAt: Date.now() + ceilingMs, ...(followers.length > 0 && { followers: [...followers] }) };
       // a symbol-keyed member: the queue reads it, the structured clone to the thread leaves it out
       if (beside) Object.assign(stageTask, { [Piscina.queueOptionsSymbol]: BESIDE });
-      this.inFlight++;
+      const held = (n: number) => (beside ? (this.besideInFlight += n) : (this.inFlight += n));
+      held(1);
       this.piscina.run(stageTask).then(
         (reply) => {
           finished = true;
-          this.inFlight--;
+          held(-1);
           const ms = elapsed();
           this.observer?.stageTimed(task.stage, Math.max(0, ms - reply.runMs), reply.runMs);
           // a stage that gave up on its deadline missed it like one the timer caught
@@ -218,7 +225,7 @@ export class SkillPool {
         },
         (err: unknown) => {
           finished = true;
-          this.inFlight--;
+          held(-1);
           if (killed) return; // the backstop's own kill: the ceiling already settled the stage
           const message = err instanceof Error ? err.message : String(err);
           if (this.terminating > 0) return settle(all({ outcome: 'error', detail: `skill thread terminated by the backstop while this stage waited on it: ${message}`, ms: elapsed() }));

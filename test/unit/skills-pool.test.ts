@@ -144,6 +144,18 @@ test('shadow work beside dispatch waits behind the stages a request waits for, w
   assert.deepEqual(settled, ['request done', 'beside done']);
 });
 
+test('shadow work beside dispatch that fills its own bound is overloaded; a request\'s stage is still taken', async (t) => {
+  const { pool: p } = pool(t, { maxQueue: 1 });
+  await warm(p);
+  const busy = p.runWithFollowers(task('spin'), 150, [], true);
+  const waiting = p.runWithFollowers(task('describe'), LONG_MS, [], true);
+  const [refused] = await p.runWithFollowers(task('describe'), LONG_MS, [], true);
+  assert.equal(refused!.outcome, 'overloaded');
+  const request = await p.run(task('describe'), LONG_MS);
+  assert.equal(request.outcome, 'done');
+  await Promise.all([busy, waiting]);
+});
+
 test('the backstop terminates the stuck stage\'s thread; a stage queued behind it on that thread ends as error, and one respawn is counted', async (t) => {
   const { pool: p, respawns } = pool(t, { tasksPerThread: 2 });
   await warm(p);
