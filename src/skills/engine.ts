@@ -278,8 +278,7 @@ export class SkillEngine {
       }
     }
 
-    const final = body;
-    const beside = later.length === 0 ? this.riddenReports(r, ridden, model) : Promise.all(later.map(async (s) => this.report(s, await r.finish(s, (await this.runStage(s, r, final, false, []))[0]!, model), false)));
+    const beside = later.length === 0 ? this.riddenReports(r, ridden, model) : this.besideReports(r, later, body, model);
     const verdict: SkillsVerdict = changed ? { kind: 'continue', ...(body !== memory.body && { body: asBuffer(body) }), ...(model !== undefined && { model }) } : { kind: 'continue' };
     return { verdict, taps: r.taps(), skills, beside };
   }
@@ -291,14 +290,29 @@ export class SkillEngine {
     return Promise.all(ridden.map(async ([s, run]) => this.report(s, await r.finish(s, run, model), false)));
   }
 
-  private runStage(stage: PlannedStage, r: RequestRun, body: Uint8Array, acting: boolean, followers: readonly PlannedStage[]): Promise<StageRun[]> {
+  /**
+   * The shadow stages beside dispatch, in one task: the first stage's, with
+   * the others following it on the same thread. A round trip of its own per
+   * stage (a thread wake-up, two messages and the loop's wake-up) costs more
+   * than most shadow decisions, and five of them at once filled the pool.
+   */
+  private async besideReports(r: RequestRun, stages: readonly PlannedStage[], body: Uint8Array, model: string | undefined): Promise<SkillReport[]> {
+    const runs = await this.runStage(stages[0]!, r, body, false, stages.slice(1), true);
+    return this.riddenReports(
+      r,
+      stages.map((s, i) => [s, runs[i]!]),
+      model,
+    );
+  }
+
+  private runStage(stage: PlannedStage, r: RequestRun, body: Uint8Array, acting: boolean, followers: readonly PlannedStage[], beside = false): Promise<StageRun[]> {
     const { settings } = this.deps;
     const { memory } = r;
     const ceiling = acting ? settings.GW_SKILL_CEILING_ACTING_MS : settings.GW_SKILL_CEILING_SHADOW_MS;
     const riders = followers.map((f) => ({ stage: f.row.id, ceilingMs: settings.GW_SKILL_CEILING_SHADOW_MS, started: memory.flag(f.slot) }));
     // followers read the task's context: it goes when any stage of the task asks for it
     const context = r.context(followers.length === 0 ? [stage] : [stage, ...followers]);
-    return this.deps.pool.runWithFollowers({ stage: stage.row.id, surface: r.req.surface, acting, body, started: memory.flag(stage.slot), ...(context && { context }) }, ceiling, riders);
+    return this.deps.pool.runWithFollowers({ stage: stage.row.id, surface: r.req.surface, acting, body, started: memory.flag(stage.slot), ...(context && { context }) }, ceiling, riders, beside);
   }
 
   private report(stage: PlannedStage, run: StageRun, acting: boolean): SkillReport {

@@ -1,4 +1,4 @@
-import { Piscina } from 'piscina';
+import { Piscina, type TaskQueue } from 'piscina';
 import { CATALOG } from '../providers/catalog.js';
 import type { SkillRow } from './table.js';
 import { STAGE_FINISHED, STAGE_RUNNING, STARTED_SLOT_INTS, type FollowerStage, type StageReply, type StageTask, type WorkerEvaluators } from './stage.js';
@@ -43,6 +43,50 @@ export interface PoolObserver {
   stageTimed(stage: string, queueWaitMs: number, runMs: number): void;
 }
 
+/** What a queued piscina task carries under Piscina.queueOptionsSymbol: which lane of the queue it waits in. */
+interface QueueOptions {
+  beside: boolean;
+}
+type QueuedTask = Parameters<TaskQueue['push']>[0];
+const BESIDE: QueueOptions = { beside: true };
+
+/**
+ * The pool's queue, in two lanes: the stages a request waits for before it
+ * is dispatched go first, the shadow stages beside dispatch (only measured,
+ * never acted on) when none of those waits. A burst of shadow work then
+ * never holds up a request's stages until they miss their ceilings.
+ */
+class LaneQueue implements TaskQueue {
+  private readonly first: QueuedTask[] = [];
+  private readonly later: QueuedTask[] = [];
+
+  get size(): number {
+    return this.first.length + this.later.length;
+  }
+
+  push(task: QueuedTask): void {
+    this.laneOf(task).push(task);
+  }
+
+  unshift(task: QueuedTask): void {
+    this.laneOf(task).unshift(task);
+  }
+
+  shift(): QueuedTask | null {
+    return this.first.shift() ?? this.later.shift() ?? null;
+  }
+
+  remove(task: QueuedTask): void {
+    const lane = this.laneOf(task);
+    const i = lane.indexOf(task);
+    if (i >= 0) lane.splice(i, 1);
+  }
+
+  private laneOf(task: QueuedTask): QueuedTask[] {
+    return (task[Piscina.queueOptionsSymbol as keyof QueuedTask] as QueueOptions | null)?.beside === true ? this.later : this.first;
+  }
+}
+
 export type StageRun =
   | { outcome: 'done'; reply: StageReply; ms: number }
   | { outcome: 'ceiling_exceeded' | 'loop_stalled' | 'overloaded' | 'error'; detail: string; ms: number };
@@ -57,8 +101,14 @@ const workerFile = () => new URL(import.meta.url.endsWith('.ts') ? './worker-tsx
 export class SkillPool {
   private readonly piscina: Piscina<StageTask, StageReply>;
   private closing = false;
-  /** stages handed to piscina and not yet settled by it: running, queued, or past their ceiling and not yet stopped */
+  /** stages a request waits for, handed to piscina and not yet settled by it: running, queued, or past their ceiling and not yet stopped */
   private inFlight = 0;
+  /**
+   * the same for shadow work beside dispatch, bounded on its own: in the
+   * queue's later lane it may wait out its ceiling behind a burst of stages
+   * requests wait for, and must never fill the bound those stages are refused by
+   */
+  private besideInFlight = 0;
   /** threads the backstop is terminating: the stages queued behind the killed one fail with them, and are not respawns of their own */
   private terminating = 0;
 
@@ -78,15 +128,18 @@ export class SkillPool {
       // the queue bound is kept here (inFlight), counting what each thread holds too
       idleTimeout: settings.idleTimeoutMs,
       concurrentTasksPerWorker: settings.tasksPerThread,
+      taskQueue: new LaneQueue(),
       workerData,
+      // the pool times its stages itself (PoolObserver); piscina's own histograms would cost every task two more records
+      recordTiming: false,
     });
     // a thread that dies between tasks is replaced by piscina; it is not any request's error
     this.piscina.on('error', () => undefined);
   }
 
-  /** Threads alive now, stages waiting for one, and stages handed to the pool and not yet settled (the bound `maxQueue` applies to). */
+  /** Threads alive now, stages waiting for one, and stages handed to the pool and not yet settled (each kind, a request's and beside dispatch, bounded on its own). */
   get stats(): { threads: number; queued: number; inFlight: number } {
-    return { threads: this.piscina.threads.length, queued: this.piscina.queueSize, inFlight: this.inFlight };
+    return { threads: this.piscina.threads.length, queued: this.piscina.queueSize, inFlight: this.inFlight + this.besideInFlight };
   }
 
   /**
@@ -102,15 +155,16 @@ export class SkillPool {
    * Runs one stage and, in the same task, the shadow stages that follow it
    * (each under its own ceiling, from its own start). Settles with one run per
    * stage, the task's own first: within `ceilingMs` when that stage misses,
-   * else within the followers' ceilings after it.
+   * else within the followers' ceilings after it. `beside`: shadow work beside
+   * dispatch, queued behind every stage a request waits for.
    */
-  runWithFollowers(task: Omit<StageTask, 'deadlineAt' | 'followers'>, ceilingMs: number, followers: readonly FollowerStage[]): Promise<StageRun[]> {
+  runWithFollowers(task: Omit<StageTask, 'deadlineAt' | 'followers'>, ceilingMs: number, followers: readonly FollowerStage[], beside = false): Promise<StageRun[]> {
     const t0 = performance.now();
     const elapsed = () => performance.now() - t0;
     const all = (run: StageRun, rest: StageRun = run) => [run, ...followers.map(() => rest)];
     if (ceilingMs === 0) return Promise.resolve(all({ outcome: 'ceiling_exceeded', detail: 'ceiling 0 ms', ms: 0 }));
     const { threads, tasksPerThread, maxQueue } = this.settings;
-    if (this.inFlight >= threads * tasksPerThread + maxQueue) {
+    if ((beside ? this.besideInFlight : this.inFlight) >= threads * tasksPerThread + maxQueue) {
       return Promise.resolve(all({ outcome: 'overloaded', detail: `the skill pool is full (${threads} threads × ${tasksPerThread} stages, ${maxQueue} queued)`, ms: 0 }));
     }
     const notRun = (why: string): StageRun => ({ outcome: 'ceiling_exceeded', detail: `not run: ${why}`, ms: 0 });
@@ -155,11 +209,14 @@ export class SkillPool {
       }, ceilingMs);
 
       const stageTask: StageTask = { ...task, deadlineAt: Date.now() + ceilingMs, ...(followers.length > 0 && { followers: [...followers] }) };
-      this.inFlight++;
+      // a symbol-keyed member: the queue reads it, the structured clone to the thread leaves it out
+      if (beside) Object.assign(stageTask, { [Piscina.queueOptionsSymbol]: BESIDE });
+      const held = (n: number) => (beside ? (this.besideInFlight += n) : (this.inFlight += n));
+      held(1);
       this.piscina.run(stageTask).then(
         (reply) => {
           finished = true;
-          this.inFlight--;
+          held(-1);
           const ms = elapsed();
           this.observer?.stageTimed(task.stage, Math.max(0, ms - reply.runMs), reply.runMs);
           // a stage that gave up on its deadline missed it like one the timer caught
@@ -168,7 +225,7 @@ export class SkillPool {
         },
         (err: unknown) => {
           finished = true;
-          this.inFlight--;
+          held(-1);
           if (killed) return; // the backstop's own kill: the ceiling already settled the stage
           const message = err instanceof Error ? err.message : String(err);
           if (this.terminating > 0) return settle(all({ outcome: 'error', detail: `skill thread terminated by the backstop while this stage waited on it: ${message}`, ms: elapsed() }));

@@ -83,7 +83,8 @@ const goesOn = (reply: StageReply) => reply.result !== undefined && reply.result
 export default async function runStage(task: StageTask): Promise<StageReply> {
   const own = reading(task.body);
   const reply = await evaluate(task.stage, task.started, new Deadline(task.deadlineAt), () => stageInput(task, own));
-  if (task.followers === undefined || !goesOn(reply)) return reply;
+  // after an acting stage that stops the request the followers no longer matter; a shadow stage stops nothing
+  if (task.followers === undefined || (task.acting && !goesOn(reply))) return reply;
   // followers decide on the body that goes upstream: an acting stage's change, never a shadow one's
   const changed = task.acting ? reply.result?.change?.body : undefined;
   const read = changed ? reading(changed) : own;

@@ -334,6 +334,31 @@ test('on a small body the shadow stage beside dispatch rides in the inline stage
   assert.deepEqual(tasks, [0, 0], 'two tasks: the classifier beside the upstream call');
 });
 
+test('the shadow stages beside dispatch share one pool task, and a shadow answer does not stop the ones after it', async (t) => {
+  const tasks: Array<[string, number]> = [];
+  const real = pool.runWithFollowers.bind(pool);
+  pool.runWithFollowers = (task, ceilingMs, followers) => {
+    tasks.push([task.stage, followers.length]);
+    return real(task, ceilingMs, followers);
+  };
+  t.after(() => {
+    pool.runWithFollowers = real;
+  });
+  const keyId = await keyWith({ semantic_cache: 'shadow', prompt_compaction: 'shadow' });
+  const cacheBeside = perKeyRow('semantic_cache', 'answerNow', 30, true);
+  const rows = [ROW.guardrails, ROW.guardrails_model, cacheBeside, ROW.compaction_beside];
+  const run = await engine(rows).run(request(keyId, { body: Buffer.from(JSON.stringify({ trail: [], pad: 'x'.repeat(2000) })) }));
+  assert.deepEqual(
+    (await run.beside).map((s) => [s.skill, s.outcome, s.detail?.['decision']]),
+    [
+      ['guardrails_model', 'shadow', 'miss'],
+      ['semantic_cache', 'shadow', 'hit'],
+      ['prompt_compaction', 'shadow', 'applied'],
+    ],
+  );
+  assert.deepEqual(tasks, [['guardrails', 0], ['guardrails_model', 2]], 'the regex stage inline, then one task for the three shadow stages');
+});
+
 test('taps come in table order whatever the order their halves were made in (a shadow stage beside dispatch is made first)', async () => {
   const keyId = await keyWith({ pii_redaction: 'prod', prompt_compaction: 'shadow' });
   const made: string[] = [];

@@ -133,6 +133,29 @@ test('two stages per thread: the second waits on the thread\'s port and runs onc
   assert.equal((await second).outcome, 'done');
 });
 
+test('shadow work beside dispatch waits behind the stages a request waits for, whatever the order they were queued in', async (t) => {
+  const { pool: p } = pool(t, { maxQueue: 4 });
+  await warm(p);
+  const busy = p.run(task('spin'), 150);
+  const settled: string[] = [];
+  const beside = p.runWithFollowers(task('describe'), LONG_MS, [], true).then((runs) => settled.push(`beside ${runs[0]!.outcome}`));
+  const acting = p.run(task('describe'), LONG_MS).then((run) => settled.push(`request ${run.outcome}`));
+  await Promise.all([busy, beside, acting]);
+  assert.deepEqual(settled, ['request done', 'beside done']);
+});
+
+test('shadow work beside dispatch that fills its own bound is overloaded; a request\'s stage is still taken', async (t) => {
+  const { pool: p } = pool(t, { maxQueue: 1 });
+  await warm(p);
+  const busy = p.runWithFollowers(task('spin'), 150, [], true);
+  const waiting = p.runWithFollowers(task('describe'), LONG_MS, [], true);
+  const [refused] = await p.runWithFollowers(task('describe'), LONG_MS, [], true);
+  assert.equal(refused!.outcome, 'overloaded');
+  const request = await p.run(task('describe'), LONG_MS);
+  assert.equal(request.outcome, 'done');
+  await Promise.all([busy, waiting]);
+});
+
 test('the backstop terminates the stuck stage\'s thread; a stage queued behind it on that thread ends as error, and one respawn is counted', async (t) => {
   const { pool: p, respawns } = pool(t, { tasksPerThread: 2 });
   await warm(p);

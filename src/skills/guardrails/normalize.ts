@@ -33,8 +33,6 @@ const TAG_RUN = /(?:\uDB40[\uDC20-\uDC7E]){4,}/g;
 const NOT_ASCII = /[\u0080-\uFFFF]/;
 
 const LEET: Readonly<Record<string, string>> = { '0': 'o', '1': 'i', '3': 'e', '4': 'a', '5': 's', '7': 't', '@': 'a', $: 's' };
-const LEET_OR_APOSTROPHE = /[013457@$']/g;
-const NOT_WORD = /[^a-z0-9]+/g;
 
 /** Marks a character folded away without leaving a separator. */
 const APOSTROPHE = 1;
@@ -76,7 +74,7 @@ let scratch = new Uint16Array(4096);
  * Input must be `clean`ed. O(length).
  */
 export function fold(text: string): string {
-  if (!NOT_ASCII.test(text)) return joinSpacedLetters(foldAscii(text));
+  if (!NOT_ASCII.test(text)) return foldAscii(text);
   if (scratch.length < text.length + 1) scratch = new Uint16Array(text.length * 2);
   const out = scratch;
   let n = 0;
@@ -112,15 +110,43 @@ export function fold(text: string): string {
   return joinSpacedLetters(folded);
 }
 
-/** `fold` for ASCII text, by native string passes (several times faster than the code-unit loop). */
+let asciiScratch = Buffer.alloc(4096);
+
+/**
+ * `fold` for ASCII text: one pass of table lookups into a byte buffer, read
+ * back as one Latin-1 string (no intermediate strings). It notes on the way
+ * whether four single characters stand in a row, so the spaced-letters pass
+ * runs only on the rare text that has them.
+ */
 function foldAscii(text: string): string {
-  const words = text
-    .toLowerCase()
-    .replace(LEET_OR_APOSTROPHE, (c) => LEET[c] ?? '')
-    .replace(NOT_WORD, ' ');
-  const start = words.charCodeAt(0) === 32 ? 1 : 0;
-  const end = words.length > start && words.charCodeAt(words.length - 1) === 32 ? words.length - 1 : words.length;
-  return start === 0 && end === words.length ? words : words.slice(start, end);
+  if (asciiScratch.length < text.length) asciiScratch = Buffer.alloc(text.length * 2);
+  const out = asciiScratch;
+  let n = 0;
+  let space = true; // a separator is pending or written (or at start): the next kept character begins a word
+  let wordLength = 0;
+  let singles = 0; // single-character words in a row, the current one included once it ends
+  let spaced = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = ASCII_FOLD[text.charCodeAt(i)]!;
+    if (c === APOSTROPHE) continue;
+    if (c === 0) {
+      if (!space) {
+        out[n++] = 32;
+        space = true;
+        singles = wordLength === 1 ? singles + 1 : 0;
+        if (singles >= 4) spaced = true;
+      }
+      continue;
+    }
+    if (space) wordLength = 0;
+    out[n++] = c;
+    wordLength++;
+    space = false;
+  }
+  if (!space && wordLength === 1 && singles >= 3) spaced = true;
+  if (n > 0 && out[n - 1] === 32) n--;
+  const folded = out.toString('latin1', 0, n);
+  return spaced ? joinSpacedLetters(folded) : folded;
 }
 
 // Four or more single characters in a row, each followed by one space: "i g n o r e".
