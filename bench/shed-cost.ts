@@ -1,70 +1,114 @@
 /**
  * The CPU a shed request costs the gateway: a gateway process (from src/,
  * through tsx) with a small GW_INGRESS_BUDGET that one slow call in flight
- * fills, then requests declaring a body past what is left, each on a fresh
- * connection as a client sends them; every one is answered 503 `overloaded`
- * at the transport, before its body is read, and its connection closed.
- * Beside it, as a floor, the same number of `GET /livez` on fresh
- * connections (accepting a connection and answering anything at all). CPU
- * is the gateway process's utime+stime from /proc (Linux only), so the
- * client and the fake vendor are not in it; access lines are written as in
- * production (info).
+ * fills, then requests declaring a body past what is left; every one is
+ * answered 503 `overloaded` at the transport, before its body is read, and
+ * its connection closed (the unread body would otherwise be read as the next
+ * request). Measured two ways, as clients send them:
+ * - on a fresh connection each, beside the same number of `GET /livez` on
+ *   fresh connections as a floor (accepting a connection, answering anything
+ *   at all, closing it);
+ * - on a kept-alive connection that was just served a `GET /livez`, less
+ *   what a `GET /livez` costs on a connection kept open: the shed and the
+ *   close it forces (the accept of the connection it ends included, as the
+ *   client's next request pays it again).
+ * CPU is the gateway process's utime+stime from /proc (Linux only), so the
+ * client and the fake vendor are not in it. The gateway is the built one, as
+ * production runs it (`npm run build` first: through tsx, its transform adds
+ * work of its own to every request), pinned to a core apart from this client
+ * when there are two, its access lines written to a file.
  *
  *   node --import tsx bench/shed-cost.ts [--requests 20000] [--lanes 8]
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startFakeOpenAI } from '../test/fakes/openai.js';
-import { bootstrapFile, oneTenant } from '../test/helpers/gateway.js';
-import { spawnGateway, stopGateway } from '../test/helpers/gateway-process.js';
+import { cpuMicros, pinSelf, placement } from './procs.js';
+import { BENCH_DEV_KEY, startGatewayProcess } from './targets.js';
 
 const { values } = parseArgs({ options: { requests: { type: 'string', default: '20000' }, lanes: { type: 'string', default: '8' } } });
 const REQUESTS = Number(values.requests);
 const LANES = Number(values.lanes);
 const BUDGET = 4096;
-/** clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on Linux) */
-const TICKS_PER_S = 100;
 
-const { bootstrap, devKey } = oneTenant('shedcost');
+const cpus = placement();
+pinSelf(cpus.loadgen);
 const fake = await startFakeOpenAI();
-const gw = await spawnGateway({ GW_BOOTSTRAP: await bootstrapFile(bootstrap), GW_UPSTREAM_OPENAI: fake.origin, GW_INGRESS_BUDGET: String(BUDGET), GW_LOG_LEVEL: 'info' });
-const pid = gw.child.pid as number;
+const workDir = mkdtempSync(join(tmpdir(), 'shed-cost-'));
+const gw = await startGatewayProcess(cpus.target, {
+  upstreamPort: Number(new URL(fake.origin).port),
+  workDir,
+  env: { GW_INGRESS_BUDGET: String(BUDGET) },
+});
+const devKey = BENCH_DEV_KEY;
 
-function cpuTicks(): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
+/** the status codes of the answers in `text`, in order */
+const statuses = (text: string): number[] => [...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
 
-/** one request on a fresh connection; resolves with the status line's code once the gateway closed it */
-function exchange(head: string): Promise<number> {
+/**
+ * One connection: each head is sent once the answer before it is complete
+ * (every answer here has a Content-Length); resolves with the status codes
+ * once the gateway closed it.
+ */
+function exchange(heads: readonly string[]): Promise<number[]> {
   return new Promise((resolve, reject) => {
     const socket = connect(gw.port, '127.0.0.1');
     let text = '';
-    socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
-    socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0)));
+    let sent = 1;
+    socket.on('data', (d: Buffer) => {
+      text += d.toString('latin1');
+      if (sent < heads.length && complete(text) === sent) socket.write(heads[sent++] as string);
+    });
+    socket.on('close', () => resolve(statuses(text)));
     socket.on('error', reject);
-    socket.write(head);
+    socket.write(heads[0] as string);
   });
 }
 
-const SHED = `POST /v1/chat/completions HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\nx-gw-key: ${devKey}\r\ncontent-length: ${BUDGET * 2}\r\n\r\n`;
-const LIVEZ = 'GET /livez HTTP/1.1\r\nhost: bench\r\nconnection: close\r\n\r\n';
+/** how many answers in `text` have all their body */
+function complete(text: string): number {
+  let n = 0;
+  let at = 0;
+  for (;;) {
+    const end = text.indexOf('\r\n\r\n', at);
+    if (end < 0) return n;
+    const length = Number(/content-length: (\d+)/i.exec(text.slice(at, end))?.[1] ?? 0);
+    if (text.length < end + 4 + length) return n;
+    n++;
+    at = end + 4 + length;
+  }
+}
 
-async function run(head: string, n: number, want: number): Promise<number> {
+const SHED = `POST /v1/chat/completions HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\nx-gw-key: ${devKey}\r\ncontent-length: ${BUDGET * 2}\r\n\r\n`;
+const LIVEZ = 'GET /livez HTTP/1.1\r\nhost: bench\r\n\r\n';
+const LIVEZ_CLOSE = 'GET /livez HTTP/1.1\r\nhost: bench\r\nconnection: close\r\n\r\n';
+/** requests per connection when measuring a kept-open connection's `GET /livez` */
+const KEPT = 100;
+
+/** connections the gateway closed before answering every request on them, over every run (reported apart) */
+let unanswered = 0;
+
+/** `n` connections, LANES at a time, each sending `heads`: CPU µs per connection */
+async function run(heads: readonly string[], n: number, want: readonly number[]): Promise<number> {
   let next = 0;
-  let unexpected = 0;
+  let unexpected = '';
   const lane = async () => {
     while (next < n) {
       next++;
-      if ((await exchange(head)) !== want) unexpected++;
+      const got = (await exchange(heads)).join();
+      if (got === want.join()) continue;
+      // closed before its last answer: counted apart
+      if (want.join().startsWith(got)) unanswered++;
+      else unexpected = got;
     }
   };
-  const before = cpuTicks();
+  const before = cpuMicros(gw.pid);
   await Promise.all(Array.from({ length: LANES }, lane));
-  if (unexpected > 0) throw new Error(`${unexpected} of ${n} answers were not ${want}`);
-  return (((cpuTicks() - before) / TICKS_PER_S) * 1e6) / n;
+  if (unexpected !== '') throw new Error(`a connection was answered ${unexpected}, not ${want.join(', ')}`);
+  return (cpuMicros(gw.pid) - before) / n;
 }
 
 // the slow call whose body fills most of the budget while the vendor holds it
@@ -77,13 +121,23 @@ const holding = fetch(`http://127.0.0.1:${gw.port}/v1/chat/completions`, {
 }).catch(() => undefined);
 while (fake.received.length === 0) await new Promise((r) => setTimeout(r, 20));
 
-await run(SHED, Math.min(2000, REQUESTS), 503);
-await run(LIVEZ, Math.min(2000, REQUESTS), 200);
-const shedUs = await run(SHED, REQUESTS, 503);
-const livezUs = await run(LIVEZ, REQUESTS, 200);
-process.stdout.write(`${REQUESTS} requests, ${LANES} lanes, each on a fresh connection: shed at the transport ${shedUs.toFixed(1)} µs CPU each; GET /livez ${livezUs.toFixed(1)} µs CPU each\n`);
+const kept = [...Array<string>(KEPT - 1).fill(LIVEZ), LIVEZ_CLOSE];
+const warm = Math.min(2000, REQUESTS);
+await run([SHED], warm, [503]);
+await run([LIVEZ_CLOSE], warm, [200]);
+await run([LIVEZ, SHED], warm, [200, 503]);
+const shedUs = await run([SHED], REQUESTS, [503]);
+const livezUs = await run([LIVEZ_CLOSE], REQUESTS, [200]);
+const afterLivezUs = await run([LIVEZ, SHED], REQUESTS, [200, 503]);
+const keptUs = (await run(kept, Math.ceil(REQUESTS / KEPT), Array<number>(KEPT).fill(200))) / KEPT;
+process.stdout.write(
+  `${REQUESTS} requests, ${LANES} lanes. Fresh connection each: shed at the transport ${shedUs.toFixed(1)} µs CPU, GET /livez ${livezUs.toFixed(1)} µs. ` +
+    `Kept-alive connection: shed after a served request ${(afterLivezUs - keptUs).toFixed(1)} µs (its close and the accept it forces included), GET /livez on a connection kept open ${keptUs.toFixed(1)} µs` +
+    `${unanswered > 0 ? `; ${unanswered} connections closed before their last answer` : ''}\n`,
+);
 
 held.abort();
 await holding;
-await stopGateway(gw);
+await gw.stop();
 await fake.close();
+rmSync(workDir, { recursive: true, force: true });

@@ -45,6 +45,8 @@ export interface GatewayOptions {
   fromSource?: boolean;
   /** the `skills-off` target: the built gateway with an empty skills table (bench/gateway-skills-off.mjs) */
   skillsOff?: boolean;
+  /** further gateway settings of this bench (e.g. GW_INGRESS_BUDGET) */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Is this target one of the gateway's (they are sent the gateway's paths and bodies)? */
@@ -96,6 +98,7 @@ export async function startGatewayProcess(cpu: string | undefined, opts: Gateway
     GW_DEFAULT_RPS_CAP: '1000000000',
     // attribution runs: extra gateway settings, e.g. BENCH_GATEWAY_ENV='GW_GUARDRAILS_MODEL_MODE=off'
     ...extraGatewayEnv(process.env['BENCH_GATEWAY_ENV']),
+    ...opts.env,
   };
   const child = spawnPinned(cpu, process.execPath, [...(opts.nodeArgs ?? []), ...entry], { env, stdout: logFd, cwd: opts.workDir });
   closeSync(logFd);

@@ -11,6 +11,7 @@ import { capturedLines, requestLogger, type RequestLines } from '../telemetry/re
 import type { Metrics } from '../telemetry/metrics.js';
 import { readBody, type Ingress } from './ingress.js';
 import { Router } from './router.js';
+import { renderedOnce } from './shed-answers.js';
 import { UwsSink, type SinkHooks } from './sink.js';
 import { closeApp, listenOn, portRefusal, type Uws } from './uws.js';
 
@@ -189,18 +190,20 @@ export function createFront(opts: FrontOptions): Front {
     exchange.params = match.params;
     const handler = match.route.handler;
 
-    exchange.deadline = setTimeout(() => giveUp(sink, stages, 'request deadline exceeded before a response started; safe to retry'), opts.requestDeadlineMs);
-
     const declared = headers['content-length'];
-    if (declared === undefined && te === undefined) return run(exchange, sink, handler);
-    const length = declared === undefined ? -1 : Number(declared);
+    // 0: no body; -1: chunked
+    const length = declared === undefined ? (te === undefined ? 0 : -1) : Number(declared);
     if (declared !== undefined && !/^\d+$/.test(declared)) return refuse(sink, 'content_length', 'malformed Content-Length');
-    const tooLarge = () => answerThenClose(sink, new GatewayError('payload_too_large', `request body exceeds ${opts.maxBodyBytes} bytes`));
-    if (length > opts.maxBodyBytes) return tooLarge();
+    if (length > opts.maxBodyBytes) return answerThenClose(sink, new GatewayError('payload_too_large', `request body exceeds ${opts.maxBodyBytes} bytes`));
+    if (length !== 0) {
+      const refusal = ingress.refuse(length);
+      // the body is left unread: the connection closes after the answer
+      if (refusal) return shed(sink, refusal);
+    }
+
+    exchange.deadline = setTimeout(() => giveUp(sink, stages, 'request deadline exceeded before a response started; safe to retry'), opts.requestDeadlineMs);
     if (length === 0) return run(exchange, sink, handler);
-    const shed = ingress.refuse(length);
-    // the body is left unread: the connection closes after the answer
-    if (shed) return answerThenClose(sink, shed);
+    const tooLarge = () => answerThenClose(sink, new GatewayError('payload_too_large', `request body exceeds ${opts.maxBodyBytes} bytes`));
     if (length > 0) {
       exchange.bodyBytes = length;
       monitor.grow(length);
@@ -216,7 +219,7 @@ export function createFront(opts: FrontOptions): Front {
         exchange.bodyBytes += n;
         return ingress.grew(n);
       },
-      refused: (err) => answerThenClose(sink, err),
+      refused: (err) => shed(sink, err),
     });
   });
 
@@ -256,6 +259,12 @@ const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
  * makes uWS drop the connection without dispatching it; with nothing pipelined
  * the 400/413 goes out and the connection closes.
  */
+/** A transport shed: its surface's envelope rendered once for every shed of its reason, then answered and closed. */
+function shed(sink: UwsSink, err: GatewayError): void {
+  sink.renderer = renderedOnce(sink.renderer);
+  answerThenClose(sink, err);
+}
+
 function answerThenClose(sink: UwsSink, err: GatewayError): void {
   sink.closeConnection = true;
   setImmediate(() => sink.fail(err));

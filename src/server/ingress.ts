@@ -10,6 +10,11 @@ export interface IngressOptions {
   heavyBytes: number;
 }
 
+// fixed texts, so each surface's answer to each is rendered once (shed-answers.ts)
+const BUDGET_PASSED = 'the request bodies in flight and this one would pass the gateway ingress budget';
+const LOOP_STALLED = 'the gateway event loop is stalled: heavy request bodies are shed for now; light ones are served';
+const CHUNKED_PAST_BUDGET = 'a chunked body passed the ingress budget while other requests are in flight';
+
 /**
  * Transport-side shedding, decided from the headers before a byte of the
  * body is read (SPEC overloaded rule 1a): a declared size that would take
@@ -25,10 +30,10 @@ export class Ingress {
   refuse(length: number): GatewayError | undefined {
     const { monitor, budget, heavyBytes } = this.opts;
     if (budget !== undefined && length > 0 && !this.fits(length)) {
-      return monitor.shed('ingress_budget', `the gateway holds ${monitor.inflightBytes} request bytes in flight; this body would pass its ingress budget`);
+      return monitor.shed('ingress_budget', BUDGET_PASSED);
     }
     if ((length < 0 || length >= heavyBytes) && monitor.loopStalled) {
-      return monitor.shed('loop_stall', 'the gateway event loop is stalled: heavy request bodies are shed for now; light ones are served');
+      return monitor.shed('loop_stall', LOOP_STALLED);
     }
     return undefined;
   }
@@ -38,7 +43,7 @@ export class Ingress {
     const { monitor, budget } = this.opts;
     monitor.grow(n);
     if (budget === undefined || monitor.inflightBytes <= budget || monitor.inflightRequests <= 1) return undefined;
-    return monitor.shed('ingress_budget', 'a chunked body passed the ingress budget while other requests are in flight');
+    return monitor.shed('ingress_budget', CHUNKED_PAST_BUDGET);
   }
 
   private fits(length: number): boolean {

@@ -57,6 +57,12 @@ describe('transport shedding: the ingress budget', () => {
     // the converse error object sits at the top level (and, once the envelope carries it, under `error` too)
     const convBody = (await conv.json()) as { type: string; error?: { type: string } };
     assert.equal((convBody.error ?? convBody).type, 'overloaded');
+    // every surface's answer is rendered once and reused: after the other surfaces' sheds, the messages route's is its own again
+    const again = await rawExchange(gw.port, requestHead('POST', '/msgvendor/v1/messages', 'content-type: application/json', 'content-length: 8000'));
+    assert.deepEqual(JSON.parse(bodyOf(again.text)), msg);
+    assert.equal(headerOf(again.text, 'x-gw-error'), 'overloaded');
+    assertRetryAfter(headerOf(again.text, 'retry-after'));
+    assert.notEqual(headerOf(again.text, 'x-gw-request-id'), headerOf(raw.text, 'x-gw-request-id'), 'each answer names its own request');
 
     // a body that fits beside what is in flight goes through
     const fits = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o', 2000));
@@ -69,7 +75,7 @@ describe('transport shedding: the ingress budget', () => {
     assert.equal((await fetch(`${gw.url}/readyz`)).status, 503, 'not ready while shedding');
     assert.equal((await fetch(`${gw.url}/livez`)).status, 200);
 
-    // three sheds, one warning: shedding comes when the replica has least to spare
+    // four sheds, one warning: shedding comes when the replica has least to spare
     const warnings = gw.logs.filter((l) => l.includes('"level":40'));
     assert.deepEqual(
       warnings.map((l) => (JSON.parse(l) as { msg: string }).msg),

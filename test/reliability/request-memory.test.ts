@@ -72,9 +72,40 @@ const EXECUTE: Shape = {
  */
 const UNSHED = { GW_QUEUE_WAIT_MAX_S: '600', GW_LOOP_STALL_WINDOW_S: '86400' };
 
-const SETTINGS: ReadonlyArray<{ name: string; env: Record<string, string> }> = [
-  { name: 'the skill stages given no time', env: { GW_SKILL_CEILING_ACTING_MS: '0', GW_SKILL_CEILING_SHADOW_MS: '0' } },
-  { name: 'every skill stage at its default', env: {} },
+interface Settings {
+  name: string;
+  env: Record<string, string>;
+  /** request headers: a per-key skill switched to acting for this request */
+  headers?: Record<string, string>;
+  /** a stage's x-gw-skill-<id> header and the outcome it must carry */
+  outcome?: [string, string];
+}
+
+const NO_TIME: Settings = { name: 'the skill stages given no time', env: { GW_SKILL_CEILING_ACTING_MS: '0', GW_SKILL_CEILING_SHADOW_MS: '0' } };
+const DEFAULTS: Settings = { name: 'every skill stage at its default', env: {} };
+/**
+ * The per-key stages that edit the messages, acting, every acting stage given
+ * all the time it may have (so the guardrails stage finishes its walk and the
+ * stage runs at all): a body past the size they parse whole is relayed as
+ * sent, the stage failing open with its reason, as one that misses its
+ * ceiling does.
+ */
+const UNBOUNDED = { GW_SKILL_CEILING_ACTING_MS: '60000' };
+const PII: Settings = { name: 'pii_redaction acting', env: UNBOUNDED, headers: { 'x-gw-skills': 'pii_redaction=prod' }, outcome: ['x-gw-skill-pii-redaction', 'ceiling_exceeded'] };
+const COMPACTION: Settings = {
+  name: 'prompt_compaction acting',
+  env: UNBOUNDED,
+  headers: { 'x-gw-skills': 'prompt_compaction=prod' },
+  outcome: ['x-gw-skill-prompt-compaction', 'ceiling_exceeded'],
+};
+
+const CASES: ReadonlyArray<[Shape, Settings]> = [
+  [CHAT, NO_TIME],
+  [EXECUTE, NO_TIME],
+  [CHAT, DEFAULTS],
+  [EXECUTE, DEFAULTS],
+  [CHAT, PII],
+  [CHAT, COMPACTION],
 ];
 
 describe('memory of one large translated request', () => {
@@ -84,37 +115,36 @@ describe('memory of one large translated request', () => {
   });
   after(() => fake.close());
 
-  for (const settings of SETTINGS) {
-    for (const shape of [CHAT, EXECUTE]) {
-      it(`${shape.name}, ${settings.name}: under ${RULE}× its size`, async (t) => {
-        // a process of its own for each case: a heap an earlier request grew would hide this one's growth
-        const gw = await spawnGateway({ GW_BOOTSTRAP: await bootstrapFile(bootstrap), GW_UPSTREAM_MSGVENDOR: fake.origin, GW_LOG_LEVEL: 'info', ...UNSHED, ...settings.env });
-        t.after(() => stopGateway(gw));
-        const send = (messages: unknown[]) =>
-          fetch(`http://127.0.0.1:${gw.port}${shape.path}`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-gw-provider-key': 'sk-test' },
-            body: JSON.stringify(shape.body(messages)),
-          });
-        const pid = gw.child.pid as number;
-        if (!canResetPeak(pid)) return t.skip('/proc/<pid>/clear_refs cannot reset the peak resident set here');
-        const warm = await send([{ role: 'user', content: 'warm up' }]);
-        assert.equal(warm.status, 200);
-        await warm.arrayBuffer();
-        const messages = conversation();
-        const bytes = Buffer.byteLength(JSON.stringify(shape.body(messages)));
-        canResetPeak(pid);
-        const rssBefore = procStatus(pid, 'VmRSS');
-        const res = await send(messages);
-        assert.equal(res.status, 200, await res.clone().text());
-        await res.arrayBuffer();
-        const growth = procStatus(pid, 'VmHWM') - rssBefore;
-        const sent = JSON.parse(String(fake.received.at(-1)?.body)) as { model: string; messages: unknown[] };
-        assert.equal(sent.model, MODEL, 'the first candidate answered');
-        assert.equal(sent.messages.length, MESSAGES, 'the vendor got every turn');
-        process.stdout.write(`${shape.name}, ${settings.name}: ${(bytes / 1e6).toFixed(1)} MB (${MESSAGES} messages), peak RSS growth ${(growth / 2 ** 20).toFixed(0)} MiB, ${(growth / bytes).toFixed(1)}× its size\n`);
-        assert.ok(growth < RULE * bytes, `the request cost ${(growth / bytes).toFixed(1)}× its size`);
-      });
-    }
+  for (const [shape, settings] of CASES) {
+    it(`${shape.name}, ${settings.name}: under ${RULE}× its size`, async (t) => {
+      // a process of its own for each case: a heap an earlier request grew would hide this one's growth
+      const gw = await spawnGateway({ GW_BOOTSTRAP: await bootstrapFile(bootstrap), GW_UPSTREAM_MSGVENDOR: fake.origin, GW_LOG_LEVEL: 'info', ...UNSHED, ...settings.env });
+      t.after(() => stopGateway(gw));
+      const send = (messages: unknown[]) =>
+        fetch(`http://127.0.0.1:${gw.port}${shape.path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-gw-provider-key': 'sk-test', ...settings.headers },
+          body: JSON.stringify(shape.body(messages)),
+        });
+      const pid = gw.child.pid as number;
+      if (!canResetPeak(pid)) return t.skip('/proc/<pid>/clear_refs cannot reset the peak resident set here');
+      const warm = await send([{ role: 'user', content: 'warm up' }]);
+      assert.equal(warm.status, 200);
+      await warm.arrayBuffer();
+      const messages = conversation();
+      const bytes = Buffer.byteLength(JSON.stringify(shape.body(messages)));
+      canResetPeak(pid);
+      const rssBefore = procStatus(pid, 'VmRSS');
+      const res = await send(messages);
+      assert.equal(res.status, 200, await res.clone().text());
+      await res.arrayBuffer();
+      const growth = procStatus(pid, 'VmHWM') - rssBefore;
+      const sent = JSON.parse(String(fake.received.at(-1)?.body)) as { model: string; messages: unknown[] };
+      assert.equal(sent.model, MODEL, 'the first candidate answered');
+      assert.equal(sent.messages.length, MESSAGES, 'the vendor got every turn');
+      process.stdout.write(`${shape.name}, ${settings.name}: ${(bytes / 1e6).toFixed(1)} MB (${MESSAGES} messages), peak RSS growth ${(growth / 2 ** 20).toFixed(0)} MiB, ${(growth / bytes).toFixed(1)}× its size\n`);
+      assert.ok(growth < RULE * bytes, `the request cost ${(growth / bytes).toFixed(1)}× its size`);
+      if (settings.outcome) assert.equal(res.headers.get(settings.outcome[0]), settings.outcome[1], JSON.stringify([...res.headers]));
+    });
   }
 });

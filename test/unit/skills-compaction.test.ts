@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { evaluatePromptCompaction } from '../../src/skills/compaction/index.js';
 import { ELIDE_OVER_CHARS, minifyJson, segments } from '../../src/skills/compaction/passes.js';
-import { viewOf } from '../../src/skills/views/index.js';
+import { VIEW_MAX_BYTES, viewOf } from '../../src/skills/views/index.js';
 import { NO_DEADLINE, PASSED, stageInput } from '../helpers/stage-input.js';
 
 const DOC = 'The quarterly report covers revenue, churn and hiring. '.repeat(8).trim();
@@ -136,5 +136,13 @@ describe('evaluatePromptCompaction', () => {
     assert.equal((await compact('count_tokens', { messages: [] })).r.outcome, 'skipped');
     const r = await evaluatePromptCompaction(stageInput('prompt_compaction', 'chat_completions', { messages: [{ role: 'user', content: 'a' }] }), PASSED);
     assert.equal(r.outcome, 'ceiling_exceeded');
+  });
+
+  test('a body past the size a stage parses whole fails open, relayed as sent, with the reason', async () => {
+    const turns = Array.from({ length: Math.ceil(VIEW_MAX_BYTES / 40) }, (_, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: 'spaced     out     text' }));
+    const { r, out } = await compact('chat_completions', { messages: turns });
+    assert.equal(r.outcome, 'ceiling_exceeded');
+    assert.equal(out, undefined);
+    assert.match(String(r.detail?.['reason']), /past the \d+ a stage parses whole/);
   });
 });

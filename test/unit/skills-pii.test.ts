@@ -7,6 +7,7 @@ import { findPii } from '../../src/skills/pii/find.js';
 import { evaluatePiiRedaction } from '../../src/skills/pii/index.js';
 import type { PiiKind } from '../../src/skills/pii/recognizers.js';
 import { restoreBody, streamRestorer, TextRestorer } from '../../src/skills/pii/restore.js';
+import { VIEW_MAX_BYTES } from '../../src/skills/views/index.js';
 import { NO_DEADLINE, PASSED, stageInput } from '../helpers/stage-input.js';
 
 /** Sentences with the values that must be found ([kind, value]); hard negatives have none. */
@@ -152,6 +153,14 @@ describe('evaluatePiiRedaction', () => {
     assert.equal((await evaluatePiiRedaction(stageInput('pii_redaction', 'count_tokens', CHAT('a@b.co')), NO_DEADLINE)).outcome, 'skipped');
     assert.equal((await evaluatePiiRedaction(stageInput('pii_redaction', 'chat_completions', 'not json'), NO_DEADLINE)).outcome, 'skipped');
     assert.equal((await evaluatePiiRedaction(stageInput('pii_redaction', 'chat_completions', CHAT('a@b.co')), PASSED)).outcome, 'ceiling_exceeded');
+  });
+
+  test('a body past the size a stage parses whole fails open, relayed as sent, with the reason', async () => {
+    const turns = Array.from({ length: Math.ceil(VIEW_MAX_BYTES / 40) }, () => ({ role: 'user', content: 'Contact: ops@northwind.io.' }));
+    const r = await evaluatePiiRedaction(stageInput('pii_redaction', 'chat_completions', { messages: turns }), NO_DEADLINE);
+    assert.equal(r.outcome, 'ceiling_exceeded');
+    assert.equal(r.change, undefined);
+    assert.match(String(r.detail?.['reason']), /past the \d+ a stage parses whole/);
   });
 });
 

@@ -1,6 +1,6 @@
 import type { Deadline, StageInput, StageResult } from '../stage.js';
 import { textTokens as tokens } from '../tokens.js';
-import { stageView, type TextPart } from '../views/index.js';
+import { stageView, withoutView, type TextPart } from '../views/index.js';
 import { MIN_REPEAT_CHARS, elideMiddle, minifyJson, placeOf, repeatMarker, segments, squeezeWhitespace } from './passes.js';
 
 /**
@@ -96,7 +96,7 @@ function remember(p: TextPart, seen: Seen): void {
 
 export function evaluatePromptCompaction(input: StageInput, deadline: Deadline): StageResult {
   const viewed = stageView(input);
-  if ('reason' in viewed) return { outcome: 'skipped', detail: { reason: viewed.reason } };
+  if ('reason' in viewed) return withoutView(viewed);
   const { view } = viewed;
   const parts = view.parts();
   const protectedTurn = lastUserTurn(parts);

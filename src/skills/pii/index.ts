@@ -1,5 +1,5 @@
 import type { Deadline, StageInput, StageResult } from '../stage.js';
-import { stageView } from '../views/index.js';
+import { stageView, withoutView } from '../views/index.js';
 import { Redactor } from './redact.js';
 
 /**
@@ -14,7 +14,7 @@ import { Redactor } from './redact.js';
  */
 export function evaluatePiiRedaction(input: StageInput, deadline: Deadline): StageResult {
   const viewed = stageView(input);
-  if ('reason' in viewed) return { outcome: 'skipped', detail: { reason: viewed.reason } };
+  if ('reason' in viewed) return withoutView(viewed);
   const { view } = viewed;
   const parts = view.parts();
   const redactor = new Redactor();

@@ -3,7 +3,7 @@ import { converseShape } from './converse.js';
 import { generateContentShape } from './generate-content.js';
 import { messagesShape } from './messages.js';
 import { responsesShape } from './responses.js';
-import type { StageInput } from '../stage.js';
+import type { StageInput, StageResult } from '../stage.js';
 import { PartCollector, isObj, type Json, type MessageView, type Shape, type Slot, type TextPart } from './view.js';
 
 export type { MessageView, PartKind, TextPart } from './view.js';
@@ -107,12 +107,30 @@ export function viewOf(surface: string, root: unknown): MessageView | undefined 
 }
 
 /**
- * The view of a stage's body: its own parse (the view edits it in place), or
- * the reason there is none (a surface without a message shape, a body that is
- * not JSON or has no turns).
+ * The largest body a stage parses whole. The parse is an object tree, and the
+ * parts and the rewrite on top of it cost the stage's pool thread about 20×
+ * the body's size (a 30 MB conversation of short turns took the process to
+ * 30× its size); past this, a stage that would need the whole tree does not
+ * build it. A body this large passes the default acting ceiling anyway
+ * (about 4 MB/s for redaction or compaction on the machine measured).
  */
-export function stageView(input: StageInput): { view: MessageView } | { reason: string } {
+export const VIEW_MAX_BYTES = 2 * 1024 * 1024;
+
+/** why a stage has no view of its body; `oversized`: the body is past VIEW_MAX_BYTES and was not parsed */
+export interface NoView {
+  reason: string;
+  oversized?: true;
+}
+
+/**
+ * The view of a stage's body: its own parse (the view edits it in place), or
+ * the reason there is none (a surface without a message shape, a body past
+ * VIEW_MAX_BYTES, a body that is not JSON or has no turns).
+ */
+export function stageView(input: StageInput): { view: MessageView } | NoView {
   if (!hasView(input.surface)) return { reason: 'no message view for this surface' };
+  const bytes = input.body.byteLength;
+  if (bytes > VIEW_MAX_BYTES) return { reason: `body of ${bytes} bytes is past the ${VIEW_MAX_BYTES} a stage parses whole: left as sent`, oversized: true };
   let root: unknown;
   try {
     root = JSON.parse(input.text());
@@ -122,3 +140,11 @@ export function stageView(input: StageInput): { view: MessageView } | { reason: 
   const view = viewOf(input.surface, root);
   return view === undefined ? { reason: 'body has no messages' } : { view };
 }
+
+/**
+ * The result of a stage that edits the messages and has no view: a body too
+ * large to parse whole fails open, as a stage that misses its ceiling does
+ * (an acting one has the request relayed as sent); any other reason is
+ * nothing to work on.
+ */
+export const withoutView = (none: NoView): StageResult => ({ outcome: none.oversized ? 'ceiling_exceeded' : 'skipped', detail: { reason: none.reason } });
