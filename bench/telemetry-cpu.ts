@@ -56,7 +56,7 @@ function finished(i: number): FinishedRequest {
     refusal: undefined,
     stages: stages.timings(),
     credentialSource: 'pass_through',
-    skills: [{ skill: 'guardrails', mode: 'prod', arm: 'prod', outcome: 'miss', ms: 0.2, detail: '{"detected":[]}' }],
+    skills: [{ skill: 'guardrails', mode: 'prod', arm: 'prod', outcome: 'miss', ms: 0.2, detail: { detected: [] } }],
     budget: { reserved_usd: 0.05, settled_usd: 0.00012 },
     rateLimit: { remaining: 7 },
     lines: undefined,

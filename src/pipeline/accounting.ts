@@ -7,7 +7,7 @@ import { toolCallFidelity } from '../lifecycle/tool-fidelity.js';
 import { trueUpFolds } from '../skills/trajectory/true-up.js';
 import { bodyDigest } from '../telemetry/retry.js';
 import type { RowSink } from '../telemetry/row-sink.js';
-import type { FinishedRequest, SkillOutcome } from '../telemetry/row.js';
+import type { FinishedRequest, SkillReported } from '../telemetry/row.js';
 import type { Caller } from '../tenancy/types.js';
 import type { DispatchStep, ServedBy, SkillRecord, StageName } from './types.js';
 import type { RelayOutcome } from './relay.js';
@@ -55,17 +55,8 @@ export interface RefusalRecord extends RequestRecord {
   stage: StageName;
 }
 
-/** The skill engine's reports as telemetry reads them: the arm named by the mode when there is none, the detail as text, the tokens a stage saved. */
-const skillOutcomes = (skills: readonly SkillRecord[]): SkillOutcome[] =>
-  skills.map((s) => {
-    // optional fields set on the literal, not spread into it (a spread took V8's slow path)
-    const out: SkillOutcome = { skill: s.skill, mode: s.mode, arm: s.arm ?? s.mode, outcome: s.outcome, ms: s.ms };
-    if (s.detail === undefined) return out;
-    out.detail = JSON.stringify(s.detail);
-    const saved = s.detail['tokens_saved'];
-    if (typeof saved === 'number') out.tokens_saved = saved;
-    return out;
-  });
+/** The skill engine's reports as telemetry takes them: the arm named by the mode when there is none. */
+const skillsReported = (skills: readonly SkillRecord[]): SkillReported[] => skills.map((s) => ({ skill: s.skill, mode: s.mode, arm: s.arm ?? s.mode, outcome: s.outcome, ms: s.ms, detail: s.detail }));
 
 /**
  * The skill reports as the row keeps them: a fold's ledger trued up from the
@@ -180,7 +171,7 @@ function finishedRequest(rec: RequestRecord, skills: RequestRecord['skills'], o:
     failOpenReason: rec.failOpenReason,
     stages: rec.req.stages.timings(),
     credentialSource: rec.credentialSource,
-    skills: skillOutcomes(skills ?? []),
+    skills: skillsReported(skills ?? []),
     lines: rec.req.logLines,
     provider: o.provider,
     status: o.status,

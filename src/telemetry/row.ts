@@ -4,7 +4,17 @@ import { FAIL_OPEN_OUTCOMES } from '../skills/stage.js';
 import { isoTime } from './iso-time.js';
 import type { RequestLines } from './request-log.js';
 
-/** One skill stage's outcome on one request, as the skill engine reports it. */
+/** One skill stage's report as accounting hands it over: the arm named (the mode's own name when not a canary), the detail as the engine gave it. */
+export interface SkillReported {
+  skill: string;
+  mode: string;
+  arm: string;
+  outcome: string;
+  ms: number;
+  detail: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** One skill stage's outcome on one request, as the decision record keeps it. */
 export interface SkillOutcome {
   skill: string;
   mode: string;
@@ -57,7 +67,7 @@ export interface FinishedRequest {
   /** the stage timings (x-gw-stage-durations' values) */
   stages: StageTiming[];
   credentialSource: 'pass_through' | 'stored' | undefined;
-  skills: readonly SkillOutcome[];
+  skills: readonly SkillReported[];
   budget: { reserved_usd: number; settled_usd: number } | null;
   rateLimit: { remaining: number } | null;
   /** the request's own log lines, kept with its ring entry */
@@ -215,50 +225,49 @@ const optimizationState = (skills: readonly SkillOutcome[]): string => {
 
 const FIGURE_NUMBERS = ['tokens_saved', 'usd_saved', 'ledger_usd', 'estimated_ledger_usd'] as const;
 
-/** a report's detail, which accounting hands over as JSON text */
-function detailOf(detail: string | undefined): unknown {
-  if (detail === undefined) return undefined;
-  try {
-    return JSON.parse(detail) as unknown;
-  } catch {
-    return undefined;
-  }
+/** A report as the decision record keeps it: the detail as text, and the input tokens the stage saved. */
+function outcomeOf(s: SkillReported): SkillOutcome {
+  // optional fields set on the literal, not spread into it (a spread took V8's slow path)
+  const out: SkillOutcome = { skill: s.skill, mode: s.mode, arm: s.arm, outcome: s.outcome, ms: s.ms };
+  if (s.detail === undefined) return out;
+  out.detail = JSON.stringify(s.detail);
+  const saved = s.detail['tokens_saved'];
+  if (typeof saved === 'number') out.tokens_saved = saved;
+  return out;
 }
 
+/** a number the record keeps: JSON has no NaN or Infinity */
+const isFigure = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
 /** The summed figures of a skill's report (its detail, when an object, and its tokens_saved); undefined when none. */
-function figuresOf(s: SkillOutcome, d: unknown): SkillFigures | undefined {
+function figuresOf(s: SkillOutcome, detail: SkillReported['detail']): SkillFigures | undefined {
   const out: SkillFigures = {};
-  if (typeof d === 'object' && d !== null) {
-    const detail = d as Record<string, unknown>;
-    for (const name of FIGURE_NUMBERS) if (typeof detail[name] === 'number') out[name] = detail[name];
+  if (detail !== undefined) {
+    for (const name of FIGURE_NUMBERS) if (isFigure(detail[name])) out[name] = detail[name];
     if (typeof detail['false_hit'] === 'boolean') out.false_hit = detail['false_hit'];
     if (typeof detail['ledger_trued_up'] === 'boolean') out.ledger_trued_up = detail['ledger_trued_up'];
     if (typeof detail['decision'] === 'string') out.decision = detail['decision'];
     const kinds = detail['kinds'];
-    if (typeof kinds === 'object' && kinds !== null) out.kinds = Object.fromEntries(Object.entries(kinds).filter((e): e is [string, number] => typeof e[1] === 'number'));
+    if (typeof kinds === 'object' && kinds !== null) out.kinds = Object.fromEntries(Object.entries(kinds).filter((e): e is [string, number] => isFigure(e[1])));
   }
   if (out.tokens_saved === undefined && s.tokens_saved !== undefined) out.tokens_saved = s.tokens_saved;
   return Object.keys(out).length === 0 ? undefined : out;
 }
 
 /** model_routing's choice when it acted: the model the request named (none: it left the choice to the router), the one the call went to, and why. */
-function routeOf(f: FinishedRequest, details: readonly unknown[]): DecisionRecord['route'] | undefined {
-  const at = f.skills.findIndex((x) => x.skill === 'model_routing' && x.outcome === 'applied');
-  const d = details[at];
-  const detail = typeof d === 'object' && d !== null ? (d as Record<string, unknown>) : undefined;
+function routeOf(f: FinishedRequest): DecisionRecord['route'] | undefined {
+  const detail = f.skills.find((x) => x.skill === 'model_routing' && x.outcome === 'applied')?.detail;
   const route = detail?.['route'] as { model?: unknown; reason?: unknown } | undefined;
   if (typeof route?.model !== 'string') return undefined;
   return { provider: f.provider, model: typeof detail?.['from'] === 'string' ? detail['from'] : null, routed_model: route.model, reason: typeof route.reason === 'string' ? route.reason : null };
 }
 
 /** What the semantic cache did for the request, from its report: the decision record's `cache` and the row's `cache_tier` (the match of a hit). */
-function cacheOf(f: FinishedRequest, details: readonly unknown[]): { decision: DecisionRecord['cache']; tier: string | null } {
-  const at = f.skills.findIndex((x) => x.skill === 'semantic_cache');
-  const s = f.skills[at];
+function cacheOf(f: FinishedRequest): { decision: DecisionRecord['cache']; tier: string | null } {
+  const s = f.skills.find((x) => x.skill === 'semantic_cache');
   if (s === undefined) return { decision: { result: 'off' }, tier: null };
-  const d = details[at];
-  const detail = typeof d === 'object' && d !== null ? (d as Record<string, unknown>) : {};
-  const similarity = typeof detail['similarity'] === 'number' ? { similarity: detail['similarity'] } : {};
+  const detail = s.detail ?? {};
+  const similarity = isFigure(detail['similarity']) ? { similarity: detail['similarity'] } : {};
   if (s.outcome === 'hit') return { decision: { result: 'hit', ...similarity }, tier: f.servedBy === 'cache' && typeof detail['match'] === 'string' ? detail['match'] : null };
   if (s.outcome === 'miss') return { decision: { result: 'miss', ...similarity }, tier: null };
   if ((FAIL_OPEN_OUTCOMES as ReadonlySet<string>).has(s.outcome)) return { decision: { result: 'bypass' }, tier: null };
@@ -267,12 +276,12 @@ function cacheOf(f: FinishedRequest, details: readonly unknown[]): { decision: D
 }
 
 /** The row's skills column: the key's stored-mode arms, overridden by what the engine reported. */
-function skillColumns(f: FinishedRequest, details: readonly unknown[], storedArms: StoredArms | undefined): Record<string, SkillColumn> {
+function skillColumns(f: FinishedRequest, outcomes: readonly SkillOutcome[], storedArms: StoredArms | undefined): Record<string, SkillColumn> {
   const skills: Record<string, SkillColumn> = {};
   // the session id as sent, as the engine draws with it
   if (storedArms) for (const [skill, arm] of storedArms(f.keyId, f.headers[DIMENSION_HEADERS.session_id], f.requestId)) skills[skill] = { arm, outcome: 'unreported' };
-  for (const [i, s] of f.skills.entries()) {
-    const detail = figuresOf(s, details[i]);
+  for (const [i, s] of outcomes.entries()) {
+    const detail = figuresOf(s, f.skills[i]?.detail);
     skills[s.skill] = detail === undefined ? { arm: s.arm, outcome: s.outcome } : { arm: s.arm, outcome: s.outcome, detail };
   }
   return skills;
@@ -285,12 +294,11 @@ function skillColumns(f: FinishedRequest, details: readonly unknown[], storedArm
  */
 export function buildRecord(f: FinishedRequest, retry: boolean, now: number, storedArms?: StoredArms): { row: RequestRow; decision: DecisionRecord } {
   const h = f.headers;
-  // each report's detail parsed once, for its column, the cache and the route
-  const details = f.skills.map((s) => detailOf(s.detail));
-  const skills = skillColumns(f, details, storedArms);
-  const cache = cacheOf(f, details);
-  const route = routeOf(f, details);
-  const tokensSaved = f.skills.reduce((n, s) => n + (s.tokens_saved ?? 0), 0);
+  const outcomes = f.skills.map(outcomeOf);
+  const skills = skillColumns(f, outcomes, storedArms);
+  const cache = cacheOf(f);
+  const route = routeOf(f);
+  const tokensSaved = outcomes.reduce((n, s) => n + (s.tokens_saved ?? 0), 0);
   const routedModel = f.usage?.model ?? f.model ?? null;
   const row: RequestRow = {
     request_id: f.requestId,
@@ -312,7 +320,7 @@ export function buildRecord(f: FinishedRequest, retry: boolean, now: number, sto
     channel: f.streamed ? 'stream' : 'json',
     tier: f.tier,
     relay_reason: f.servedBy === 'direct_passthrough' ? 'fail_open' : null,
-    optimization_state: optimizationState(f.skills),
+    optimization_state: optimizationState(outcomes),
     status: f.status,
     cache_tier: cache.tier,
     destination_id: f.destination?.destination_id ?? servedBy(f.dispatch) ?? null,
@@ -335,7 +343,7 @@ export function buildRecord(f: FinishedRequest, retry: boolean, now: number, sto
     served_by: f.servedBy,
     stages: f.stages,
     route: route ?? { provider: f.provider, model: f.model ?? null, routed_model: routedModel, reason: routedModel === (f.model ?? null) ? null : 'vendor_reported_model' },
-    skills: [...f.skills],
+    skills: outcomes,
     cache: cache.decision,
     budget: f.budget,
     rate_limit: f.rateLimit,
