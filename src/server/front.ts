@@ -194,7 +194,7 @@ export function createFront(opts: FrontOptions): Front {
     // 0: no body; -1: chunked
     const length = declared === undefined ? (te === undefined ? 0 : -1) : Number(declared);
     if (declared !== undefined && !/^\d+$/.test(declared)) return refuse(sink, 'content_length', 'malformed Content-Length');
-    if (length > opts.maxBodyBytes) return answerThenClose(sink, new GatewayError('payload_too_large', `request body exceeds ${opts.maxBodyBytes} bytes`));
+    if (length > opts.maxBodyBytes) return tooLarge(sink, opts.maxBodyBytes);
     if (length !== 0) {
       const refusal = ingress.refuse(length);
       // the body is left unread: the connection closes after the answer
@@ -203,7 +203,6 @@ export function createFront(opts: FrontOptions): Front {
 
     exchange.deadline = setTimeout(() => giveUp(sink, stages, 'request deadline exceeded before a response started; safe to retry'), opts.requestDeadlineMs);
     if (length === 0) return run(exchange, sink, handler);
-    const tooLarge = () => answerThenClose(sink, new GatewayError('payload_too_large', `request body exceeds ${opts.maxBodyBytes} bytes`));
     if (length > 0) {
       exchange.bodyBytes = length;
       monitor.grow(length);
@@ -214,7 +213,7 @@ export function createFront(opts: FrontOptions): Front {
         exchange.body = body;
         run(exchange, sink, handler);
       },
-      tooLarge,
+      tooLarge: () => tooLarge(sink, opts.maxBodyBytes),
       grew(n) {
         exchange.bodyBytes += n;
         return ingress.grew(n);
@@ -259,13 +258,18 @@ const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
  * makes uWS drop the connection without dispatching it; with nothing pipelined
  * the 400/413 goes out and the connection closes.
  */
+function answerThenClose(sink: UwsSink, err: GatewayError): void {
+  sink.closeConnection = true;
+  setImmediate(() => sink.fail(err));
+}
+
+/** A body past GW_MAX_BODY_BYTES, declared or as it arrives: 413, and the connection closes. */
+function tooLarge(sink: UwsSink, maxBytes: number): void {
+  answerThenClose(sink, new GatewayError('payload_too_large', `request body exceeds ${maxBytes} bytes`));
+}
+
 /** A transport shed: its surface's envelope rendered once for every shed of its reason, then answered and closed. */
 function shed(sink: UwsSink, err: GatewayError): void {
   sink.renderer = renderedOnce(sink.renderer);
   answerThenClose(sink, err);
-}
-
-function answerThenClose(sink: UwsSink, err: GatewayError): void {
-  sink.closeConnection = true;
-  setImmediate(() => sink.fail(err));
 }
