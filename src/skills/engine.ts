@@ -167,9 +167,12 @@ class RequestRun {
     return this.halves.has(stage);
   }
 
-  /** the stages that will not run now (the request ended before dispatch): their halves learn so */
+  /** the stages that will not run now or whose results are not used (the request ended before dispatch): their halves learn so, and keep no tap */
   abandon(stages: readonly PlannedStage[], model: string | undefined): void {
-    for (const s of stages) void Promise.resolve(this.halves.get(s)?.finish(undefined, model)).catch(() => undefined);
+    for (const s of stages) {
+      void Promise.resolve(this.halves.get(s)?.finish(undefined, model)).catch(() => undefined);
+      this.halves.delete(s);
+    }
   }
 
   /** the taps in table order, whenever each half was made: a later stage's tap sees the reply first (the cache keeps it before PII restores it) */
@@ -239,33 +242,37 @@ export class SkillEngine {
     let body = memory.body;
     let changed = false;
     let model: string | undefined;
-    let ridden: Array<[PlannedStage, StageRun]> = [];
+    // the stages the request waits for run in one pool task, each on the body the acting ones before it produced;
+    // their main-thread halves then finish in table order, so a cache lookup sees the model the stages before it chose
+    for (const s of inline) r.open(s, s.arm === 'treatment');
+    const task = [...inline, ...riders];
+    const runs = inline.length === 0 ? [] : await this.runTask(task, r, body, false);
+    const ridden: Array<[PlannedStage, StageRun]> = riders.map((f, i) => [f, runs[inline.length + i]!]);
+    const unfinished = (k: number) => [...inline.slice(k + 1), ...riders, ...later];
 
-    for (const stage of inline) {
+    for (let k = 0; k < inline.length; k++) {
+      const stage = inline[k]!;
       const acting = stage.arm === 'treatment';
-      const followers = stage === inline[inline.length - 1] ? riders : [];
-      r.open(stage, acting);
-      const [own, ...riderRuns] = await this.runStage(stage, r, body, acting, followers);
-      const run = await r.finish(stage, own!, model);
+      const run = await r.finish(stage, runs[k]!, model);
       const report = this.report(stage, run, acting);
       skills.push(report);
-      ridden = followers.map((f, i) => [f, riderRuns[i]!]);
       if (FAIL_OPEN_OUTCOMES.has(report.outcome)) {
         // a shadow stage may be abandoned alone while nothing has changed the request yet
         if (!acting && !changed) continue;
-        r.abandon([...riders, ...later], model);
-        return { verdict: { kind: 'bypass', reason: `${stage.row.id}: ${report.outcome}${reasonOf(report)}` }, taps: NO_TAPS, skills, beside: NO_BESIDE };
+        const cause = this.causeOf(task, runs, k, report, skills);
+        r.abandon(unfinished(k), model);
+        return { verdict: { kind: 'bypass', reason: `${cause.skill}: ${cause.outcome}${reasonOf(cause)}` }, taps: NO_TAPS, skills, beside: NO_BESIDE };
       }
       const result = run.outcome === 'done' ? run.reply.result : undefined;
       if (!acting || result === undefined) continue;
       if (result.refuse) {
         const { type, message, fields } = result.refuse;
-        r.abandon([...riders, ...later], model);
+        r.abandon(unfinished(k), model);
         return { verdict: { kind: 'refuse', error: new GatewayError(type, message, fields ? { fields } : {}) }, taps: NO_TAPS, skills, beside: NO_BESIDE };
       }
       // an answer is written through the taps of the stages before it (the caller's values restored)
       if (result.answer) {
-        r.abandon([...riders, ...later], model);
+        r.abandon(unfinished(k), model);
         return { verdict: { kind: 'answer', answer: result.answer }, taps: r.taps(), skills, beside: NO_BESIDE };
       }
       if (result.change?.body !== undefined) {
@@ -297,7 +304,7 @@ export class SkillEngine {
    * than most shadow decisions, and five of them at once filled the pool.
    */
   private async besideReports(r: RequestRun, stages: readonly PlannedStage[], body: Uint8Array, model: string | undefined): Promise<SkillReport[]> {
-    const runs = await this.runStage(stages[0]!, r, body, false, stages.slice(1), true);
+    const runs = await this.runTask(stages, r, body, true);
     return this.riddenReports(
       r,
       stages.map((s, i) => [s, runs[i]!]),
@@ -305,14 +312,35 @@ export class SkillEngine {
     );
   }
 
-  private runStage(stage: PlannedStage, r: RequestRun, body: Uint8Array, acting: boolean, followers: readonly PlannedStage[], beside = false): Promise<StageRun[]> {
+  /** Stages in one pool task, in order: the first is the task's own, the others follow it on the same thread. */
+  private runTask(stages: readonly PlannedStage[], r: RequestRun, body: Uint8Array, beside: boolean): Promise<StageRun[]> {
     const { settings } = this.deps;
     const { memory } = r;
-    const ceiling = acting ? settings.GW_SKILL_CEILING_ACTING_MS : settings.GW_SKILL_CEILING_SHADOW_MS;
-    const riders = followers.map((f) => ({ stage: f.row.id, ceilingMs: settings.GW_SKILL_CEILING_SHADOW_MS, started: memory.flag(f.slot) }));
+    const ceiling = (acting: boolean) => (acting ? settings.GW_SKILL_CEILING_ACTING_MS : settings.GW_SKILL_CEILING_SHADOW_MS);
+    const [lead, ...rest] = stages as [PlannedStage, ...PlannedStage[]];
+    const acting = lead.arm === 'treatment';
+    const followers = rest.map((f) => {
+      const a = f.arm === 'treatment';
+      return { stage: f.row.id, acting: a, ceilingMs: ceiling(a), started: memory.flag(f.slot) };
+    });
     // followers read the task's context: it goes when any stage of the task asks for it
-    const context = r.context(followers.length === 0 ? [stage] : [stage, ...followers]);
-    return this.deps.pool.runWithFollowers({ stage: stage.row.id, surface: r.req.surface, acting, body, started: memory.flag(stage.slot), ...(context && { context }) }, ceiling, riders, beside);
+    const context = r.context(stages);
+    return this.deps.pool.runWithFollowers({ stage: lead.row.id, surface: r.req.surface, acting, body, started: memory.flag(lead.slot), ...(context && { context }) }, ceiling(acting), followers, beside);
+  }
+
+  /**
+   * The stage whose failure ended the task: this one, or, when its result was
+   * lost with the task, the stage after it that missed its ceiling or lost its
+   * thread. The stages between are reported too, so the headers name the cause.
+   */
+  private causeOf(task: readonly PlannedStage[], runs: readonly StageRun[], k: number, report: SkillReport, skills: SkillReport[]): SkillReport {
+    let cause = report;
+    for (let j = k; isLost(runs[j]!) && j + 1 < task.length; ) {
+      j++;
+      cause = this.report(task[j]!, runs[j]!, task[j]!.arm === 'treatment');
+      skills.push(cause);
+    }
+    return cause;
   }
 
   private report(stage: PlannedStage, run: StageRun, acting: boolean): SkillReport {
@@ -326,6 +354,7 @@ export class SkillEngine {
   }
 }
 
+const isLost = (run: StageRun) => run.outcome !== 'done' && run.lost === true;
 const reasonOf = (r: SkillReport) => (typeof r.detail?.['reason'] === 'string' ? ` (${r.detail['reason']})` : '');
 
 /** `x-gw-skill-<id with _ as ->: <outcome>` for every stage that ran or was drawn into control. */

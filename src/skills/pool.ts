@@ -87,9 +87,17 @@ class LaneQueue implements TaskQueue {
   }
 }
 
+/**
+ * A follower that polls its deadline gives up at it and its thread goes on to
+ * the next stage of the task; the pool steps in only for one that did not, a
+ * few ms later, so that the two do not race over a stage ending on time.
+ */
+const FOLLOWER_SLACK_MS = 10;
+
 export type StageRun =
   | { outcome: 'done'; reply: StageReply; ms: number }
-  | { outcome: 'ceiling_exceeded' | 'loop_stalled' | 'overloaded' | 'error'; detail: string; ms: number };
+  /** `lost`: the stage finished, but its result stayed in the thread with its task, which a stage after it failed */
+  | { outcome: 'ceiling_exceeded' | 'loop_stalled' | 'overloaded' | 'error'; detail: string; ms: number; lost?: true };
 
 /**
  * The worker entry beside this file: compiled JavaScript from dist/; under tsx
@@ -152,11 +160,12 @@ export class SkillPool {
   }
 
   /**
-   * Runs one stage and, in the same task, the shadow stages that follow it
-   * (each under its own ceiling, from its own start). Settles with one run per
-   * stage, the task's own first: within `ceilingMs` when that stage misses,
-   * else within the followers' ceilings after it. `beside`: shadow work beside
-   * dispatch, queued behind every stage a request waits for.
+   * Runs one stage and, in the same task, the stages that follow it (each
+   * under its own ceiling, from its own start; an acting one only while the
+   * acting stages before it let the request go on). Settles with one run per
+   * stage, the task's own first, once the task replies or as soon as one of
+   * its stages misses its ceiling. `beside`: shadow work beside dispatch,
+   * queued behind every stage a request waits for.
    */
   runWithFollowers(task: Omit<StageTask, 'deadlineAt' | 'followers'>, ceilingMs: number, followers: readonly FollowerStage[], beside = false): Promise<StageRun[]> {
     const t0 = performance.now();
@@ -167,7 +176,6 @@ export class SkillPool {
     if ((beside ? this.besideInFlight : this.inFlight) >= threads * tasksPerThread + maxQueue) {
       return Promise.resolve(all({ outcome: 'overloaded', detail: `the skill pool is full (${threads} threads × ${tasksPerThread} stages, ${maxQueue} queued)`, ms: 0 }));
     }
-    const notRun = (why: string): StageRun => ({ outcome: 'ceiling_exceeded', detail: `not run: ${why}`, ms: 0 });
     return new Promise<StageRun[]>((resolve) => {
       let settled = false;
       let timer: NodeJS.Timeout | undefined;
@@ -191,24 +199,43 @@ export class SkillPool {
           if (finished || Atomics.load(started, 0) !== STAGE_RUNNING) return;
           killed = this.terminate(Atomics.load(started, 1));
         }, this.settings.abortGraceMs);
-      const followersCeiling = followers.reduce((sum, f) => sum + f.ceilingMs, 0);
-      timer = setTimeout(() => {
-        // One not started yet is left queued: when a thread takes it, it sees its deadline passed and returns at once.
-        if (Atomics.load(task.started, 0) !== STAGE_FINISHED || followers.length === 0) {
-          settle(all(missed(elapsed(), ceilingMs), notRun('the stage before it in its task missed its ceiling')));
-          backstop(task.started);
+      const t0Wall = Date.now();
+      const deadlineAt = t0Wall + ceilingMs;
+      const slots = [task.started, ...followers.map((f) => f.started)];
+      const ceilings = [ceilingMs, ...followers.map((f) => f.ceilingMs)];
+      // at least a few ms: a follower whose ceiling is 0 misses at its start, in the thread, and needs no watching
+      const shortest = Math.max(5, Math.min(...ceilings));
+      /**
+       * Watches the task's stages in turn, each against its own ceiling: the
+       * task's own from when it was sent (its wait for a thread counts), a
+       * follower's from its own start, which the worker writes beside its state.
+       */
+      const watch = (from: number) => {
+        let i = from;
+        while (i < slots.length && Atomics.load(slots[i]!, 0) === STAGE_FINISHED) i++;
+        // every stage finished: the reply is on its way
+        if (i === slots.length) return;
+        const running = Atomics.load(slots[i]!, 0) === STAGE_RUNNING;
+        const startedAt = i === 0 ? t0Wall : running ? deadlineAt + Atomics.load(slots[i]!, 2) : Date.now();
+        const due = (i === 0 ? deadlineAt : startedAt + ceilings[i]! + FOLLOWER_SLACK_MS) - Date.now();
+        if (due > 0) {
+          // no message says when a stage ends: while the task's own runs, look again within the shortest follower ceiling
+          timer = setTimeout(() => watch(i), i === 0 ? Math.min(due, shortest) : due);
           return;
         }
-        // the stage itself finished in time; its followers get their own ceilings
-        timer = setTimeout(() => {
-          const lost: StageRun = { outcome: 'error', detail: 'its result was lost: a shadow stage run after it on the same thread overran its ceiling', ms: elapsed() };
-          settle([lost, ...followers.map((f) => (Atomics.load(f.started, 0) === STAGE_FINISHED ? lost : missed(elapsed() - ceilingMs, f.ceilingMs)))]);
-          const running = followers.find((f) => Atomics.load(f.started, 0) === STAGE_RUNNING);
-          if (running) backstop(running.started);
-        }, followersCeiling);
-      }, ceilingMs);
+        // One not started yet is left queued: when a thread takes it, it sees its deadline passed and returns at once.
+        settle(byStage(i, missed(Date.now() - startedAt, ceilings[i]!), 'overran its ceiling', 'missed its ceiling'));
+        backstop(slots[i]!);
+      };
+      timer = setTimeout(() => watch(0), shortest);
+      /** Runs for a task that failed at stage `i`: those before it finished, their results lost with it; those after it never ran. */
+      const byStage = (i: number, failed: StageRun, before: string, after: string): StageRun[] => {
+        const lost: StageRun = { outcome: 'error', detail: `its result was lost: a stage run after it on the same thread ${before}`, ms: elapsed(), lost: true };
+        const notRun: StageRun = { outcome: 'ceiling_exceeded', detail: `not run: the stage before it in its task ${after}`, ms: 0 };
+        return slots.map((_, k) => (k < i ? lost : k > i ? notRun : failed));
+      };
 
-      const stageTask: StageTask = { ...task, deadlineAt: Date.now() + ceilingMs, ...(followers.length > 0 && { followers: [...followers] }) };
+      const stageTask: StageTask = { ...task, deadlineAt, ...(followers.length > 0 && { followers: [...followers] }) };
       // a symbol-keyed member: the queue reads it, the structured clone to the thread leaves it out
       if (beside) Object.assign(stageTask, { [Piscina.queueOptionsSymbol]: BESIDE });
       const held = (n: number) => (beside ? (this.besideInFlight += n) : (this.inFlight += n));
@@ -230,7 +257,9 @@ export class SkillPool {
           const message = err instanceof Error ? err.message : String(err);
           if (this.terminating > 0) return settle(all({ outcome: 'error', detail: `skill thread terminated by the backstop while this stage waited on it: ${message}`, ms: elapsed() }));
           if (!this.closing) this.observer?.threadRespawned('exit');
-          settle(all({ outcome: 'error', detail: `skill thread lost: ${message}`, ms: elapsed() }));
+          // the stage that was running when the thread died is the one that failed
+          const dying = slots.findIndex((slot) => Atomics.load(slot, 0) === STAGE_RUNNING);
+          settle(byStage(Math.max(dying, 0), { outcome: 'error', detail: `skill thread lost: ${message}`, ms: elapsed() }, 'lost its thread', 'lost its thread'));
         },
       );
     });

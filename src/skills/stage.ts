@@ -150,17 +150,25 @@ export type Evaluator = (input: StageInput, deadline: Deadline) => StageResult |
 /** The task's `started` slot: the worker sets it to running, then finished (read by the pool's backstop). */
 export const STAGE_RUNNING = 1;
 export const STAGE_FINISHED = 2;
-/** Int32s per task in shared memory: the stage's state, then the id of the thread running it (the backstop's target). */
-export const STARTED_SLOT_INTS = 2;
+/**
+ * Int32s per stage in shared memory: the stage's state; the id of the thread
+ * running it (the backstop's target); when it started, in ms after its task's
+ * `deadlineAt` (negative before it), so the pool times a follower's ceiling
+ * from its own start.
+ */
+export const STARTED_SLOT_INTS = 3;
 
 /**
- * A shadow stage that runs in the same task right after the task's own stage,
- * on the body the request goes upstream with: it saves the stage a round trip
- * to a thread of its own (a wake-up and a sleep), which costs more than most
- * shadow decisions. Its ceiling counts from its own start.
+ * A stage that runs in the same task right after the task's own stage (and
+ * the followers before it): it saves a round trip to a thread of its own (a
+ * wake-up, two messages and the loop's wake-up), which costs more than most
+ * stages' work. An acting follower reads the body the acting stages before it
+ * produced and stops the task like the task's own stage; a shadow one reads
+ * that body and stops nothing. Its ceiling counts from its own start.
  */
 export interface FollowerStage {
   stage: string;
+  acting: boolean;
   ceilingMs: number;
   /** its own STARTED_SLOT_INTS slot */
   started: Int32Array;
@@ -174,7 +182,7 @@ export interface StageTask {
   body: Uint8Array;
   context?: StageContext;
   deadlineAt: number;
-  /** shadow stages to run after this one when it lets the request go on (no refusal, no answer, deadline kept) */
+  /** stages to run after this one, in order, while every acting stage before them lets the request go on (no refusal, no answer, deadline kept) */
   followers?: FollowerStage[];
   /**
    * STARTED_SLOT_INTS Int32s in shared memory: the worker sets the state when it starts and when it finishes

@@ -60,8 +60,9 @@ function sharedResult(result: StageResult): StageResult {
 const ceilingMissed = (): StageResult => ({ outcome: 'ceiling_exceeded', detail: { reason: 'the deadline passed before the stage started' } });
 
 /** One evaluation in its started slot: the backstop sees it running on this thread until it returns. */
-async function evaluate(stage: string, started: Int32Array, deadline: Deadline, input: () => StageInput): Promise<StageReply> {
+async function evaluate(task: StageTask, stage: string, started: Int32Array, deadline: Deadline, input: () => StageInput): Promise<StageReply> {
   Atomics.store(started, 1, threadId);
+  Atomics.store(started, 2, Date.now() - task.deadlineAt);
   Atomics.store(started, 0, STAGE_RUNNING);
   const t0 = performance.now();
   try {
@@ -81,16 +82,25 @@ async function evaluate(stage: string, started: Int32Array, deadline: Deadline, 
 const goesOn = (reply: StageReply) => reply.result !== undefined && reply.result.outcome !== 'ceiling_exceeded' && !reply.result.refuse && !reply.result.answer;
 
 export default async function runStage(task: StageTask): Promise<StageReply> {
-  const own = reading(task.body);
-  const reply = await evaluate(task.stage, task.started, new Deadline(task.deadlineAt), () => stageInput(task, own));
-  // after an acting stage that stops the request the followers no longer matter; a shadow stage stops nothing
-  if (task.followers === undefined || (task.acting && !goesOn(reply))) return reply;
-  // followers decide on the body that goes upstream: an acting stage's change, never a shadow one's
-  const changed = task.acting ? reply.result?.change?.body : undefined;
-  const read = changed ? reading(changed) : own;
+  let read = reading(task.body);
+  let goingOn = true;
+  /** an acting stage's reply: it stops the stages after it, or hands them the body it produced; a shadow one's changes nothing */
+  const after = (acting: boolean, reply: StageReply) => {
+    if (!acting) return;
+    if (!goesOn(reply)) goingOn = false;
+    else if (reply.result?.change?.body !== undefined) read = reading(reply.result.change.body);
+  };
+  const own = read;
+  const reply = await evaluate(task, task.stage, task.started, new Deadline(task.deadlineAt), () => stageInput(task, own));
+  if (task.followers === undefined) return reply;
+  after(task.acting, reply);
   const followers: StageReply[] = [];
   for (const f of task.followers) {
-    followers.push(await evaluate(f.stage, f.started, new Deadline(Date.now() + f.ceilingMs), () => stageInput(task, read, f.stage, false)));
+    if (!goingOn) break;
+    const input = read;
+    const r = await evaluate(task, f.stage, f.started, new Deadline(Date.now() + f.ceilingMs), () => stageInput(task, input, f.stage, f.acting));
+    followers.push(r);
+    after(f.acting, r);
   }
   return { ...reply, followers };
 }
