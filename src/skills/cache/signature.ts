@@ -6,8 +6,9 @@ import type { NearSignature } from '../stage.js';
  * signatures (docs/skills.md, Semantic cache, states the measure):
  *
  * - words: the NFKC-normalised, lower-cased text split into letter/digit runs;
- * - MinHash over the word 3-shingles with PERMUTATIONS permutations, whose
- *   matching share estimates the shingle sets' Jaccard index;
+ * - MinHash over the word 3-shingles in PERMUTATIONS positions (one hash per
+ *   shingle, binned and densified), whose matching share estimates the
+ *   shingle sets' Jaccard index;
  * - a signed, hashed character-trigram count vector of VECTOR_DIM cells,
  *   unit length, whose dot product is the cosine of the two texts' trigrams;
  * - similarity = min(Jaccard estimate, cosine): both views must agree.
@@ -38,21 +39,14 @@ function fmix32(x: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
 /** FNV-1a over UTF-16 code units, finalised */
 function hash32(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  let h = FNV_OFFSET;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), FNV_PRIME);
   return fmix32(h);
-}
-
-/** Fixed permutation parameters (a odd): the same in every thread and every replica, so signatures compare. */
-const PERM_A = new Uint32Array(PERMUTATIONS);
-const PERM_B = new Uint32Array(PERMUTATIONS);
-for (let i = 0, s = 0x9e3779b9; i < PERMUTATIONS; i++) {
-  s = fmix32(s + 0x6d2b79f5);
-  PERM_A[i] = (s | 1) >>> 0;
-  s = fmix32(s + 0x6d2b79f5);
-  PERM_B[i] = s;
 }
 
 const WORD = /[\p{L}\p{N}]+(?:['’]\p{L}+)*/gu;
@@ -62,27 +56,58 @@ export const wordsOf = (text: string): string[] => text.match(WORD) ?? [];
 
 /** Shingles hashed between two looks at the deadline. */
 const POLL_EVERY = 512;
+/** bits of a shingle's hash that pick its bin (PERMUTATIONS = 2^BIN_BITS bins) */
+const BIN_BITS = 7;
+/** a seed that keeps a shingle's value in its bin independent of the bits that chose the bin */
+const VALUE_SEED = 0x5bd1e995;
 
+/**
+ * One-permutation MinHash with optimal densification (Shrivastava, ICML
+ * 2017): each shingle is hashed once; the hash's top bits pick one of the
+ * PERMUTATIONS bins and the bin keeps the least value of its shingles. A bin
+ * no shingle fell in borrows the value of the first filled bin along a fixed
+ * probe sequence of its own, the same for every text, so two signatures agree
+ * in a position with probability the Jaccard index, as with PERMUTATIONS
+ * separate hash functions, for one hash per shingle instead of PERMUTATIONS.
+ */
 function minhash(words: readonly string[], expired: () => boolean): Uint32Array | undefined {
   const out = new Uint32Array(PERMUTATIONS).fill(0xffffffff);
+  const filled = new Uint8Array(PERMUTATIONS);
+  const wordHashes = new Uint32Array(words.length);
+  for (let w = 0; w < words.length; w++) wordHashes[w] = hash32(words[w] as string);
   // a text shorter than a shingle is one shingle of all its words
   const count = Math.max(1, words.length - SHINGLE + 1);
   for (let s = 0; s < count; s++) {
     if (s % POLL_EVERY === POLL_EVERY - 1 && expired()) return undefined;
-    const h = hash32(words.slice(s, s + SHINGLE).join(' '));
-    for (let i = 0; i < PERMUTATIONS; i++) {
-      const v = fmix32((Math.imul(h, PERM_A[i] as number) + (PERM_B[i] as number)) >>> 0);
-      if (v < (out[i] as number)) out[i] = v;
-    }
+    let h = FNV_OFFSET;
+    for (let k = s; k < s + SHINGLE && k < words.length; k++) h = Math.imul(h ^ (wordHashes[k] as number), FNV_PRIME);
+    h = fmix32(h);
+    const bin = h >>> (32 - BIN_BITS);
+    const value = fmix32(h ^ VALUE_SEED);
+    if (filled[bin] === 0 || value < (out[bin] as number)) out[bin] = value;
+    filled[bin] = 1;
   }
+  for (let bin = 0; bin < PERMUTATIONS; bin++) if (filled[bin] === 0) out[bin] = out[donorOf(bin, filled)] as number;
   return out;
+}
+
+/** The filled bin an empty one borrows from: the first filled along the empty bin's own probe sequence (then, rarely, the next filled bin). */
+function donorOf(bin: number, filled: Uint8Array): number {
+  for (let attempt = 0; attempt < 4 * PERMUTATIONS; attempt++) {
+    const probe = fmix32(Math.imul(bin + 1, 0x9e3779b1) + attempt) & (PERMUTATIONS - 1);
+    if (filled[probe] === 1) return probe;
+  }
+  for (let step = 1; ; step++) if (filled[(bin + step) & (PERMUTATIONS - 1)] === 1) return (bin + step) & (PERMUTATIONS - 1);
 }
 
 function trigramVector(words: readonly string[]): Float32Array {
   const v = new Float32Array(VECTOR_DIM);
   const text = ` ${words.join(' ')} `;
+  // hash32 of each 3-character window, without cutting the window out
   for (let i = 0; i + 3 <= text.length; i++) {
-    const h = hash32(text.slice(i, i + 3));
+    let f = FNV_OFFSET;
+    for (let k = i; k < i + 3; k++) f = Math.imul(f ^ text.charCodeAt(k), FNV_PRIME);
+    const h = fmix32(f);
     const cell = h & (VECTOR_DIM - 1);
     v[cell] = (v[cell] as number) + (h & 0x100 ? 1 : -1);
   }
@@ -116,18 +141,33 @@ const counted = (items: readonly string[]): string => {
  * and capitalised tokens that are not sentence openers (named entities).
  */
 export function invariantsOf(text: string, words: readonly string[]): { negations: string; numbers: string; entities: string } {
-  const bare = words.map((w) => w.toLowerCase().replace(/['’]/g, ''));
-  const negations = bare.filter((w, i) => NEGATIONS.has(w) || /n['’]t$/i.test(words[i] as string));
+  const bare = words.map(bareWord);
+  const negations = bare.filter((w, i) => NEGATIONS.has(w) || NEGATED.test(words[i] as string));
   const numbers = [...(text.match(NUMBER) ?? []), ...bare.filter((w) => NUMBER_WORDS.has(w))];
   const openers = sentenceStartIndexes(text);
   const entities = new Set<string>();
-  for (const m of text.matchAll(WORD)) {
+  WORD.lastIndex = 0;
+  for (let m = WORD.exec(text); m !== null; m = WORD.exec(text)) {
     const w = m[0];
-    if (!/^\p{Lu}/u.test(w) || w === 'I') continue;
+    if (!startsUpper(w) || w === 'I') continue;
     if (openers.has(m.index) && SENTENCE_OPENERS.has(w.toLowerCase())) continue;
     entities.add(w);
   }
   return { negations: counted(negations), numbers: counted(numbers), entities: [...entities].sort().join(',') };
+}
+
+const NEGATED = /n['’]t$/i;
+const APOSTROPHES = /['’]/g;
+/** lower case, apostrophes dropped (the replace only where there is one: most words have none) */
+function bareWord(w: string): string {
+  const lower = w.toLowerCase();
+  return lower.includes("'") || lower.includes('’') ? lower.replace(APOSTROPHES, '') : lower;
+}
+
+/** an upper-case first letter; ASCII answered without the Unicode property test */
+function startsUpper(w: string): boolean {
+  const c = w.charCodeAt(0);
+  return c < 128 ? c >= 65 && c <= 90 : /^\p{Lu}/u.test(w);
 }
 
 /** Offsets of the first word of each sentence (text start, or after . ! ? or a line break). */
