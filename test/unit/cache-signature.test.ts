@@ -53,6 +53,19 @@ describe('near-duplicate signature and similarity', () => {
     });
   }
 
+  it('estimates the shingles\' Jaccard index in every position, short texts included (no position left empty)', () => {
+    const words = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `w${from + i}`).join(' ');
+    // 98 shingles each, 88 shared: Jaccard 88 / 108
+    const a = sig(words(0, 100));
+    const b = sig(words(10, 110));
+    const jaccard = [...a.minhash].filter((v, i) => v === b.minhash[i]).length / PERMUTATIONS;
+    assert.ok(Math.abs(jaccard - 88 / 108) < 0.1, `Jaccard estimate ${jaccard}`);
+    for (const text of ['hi', 'hello there', 'one two three four']) {
+      assert.ok(sig(text).minhash.every((v) => v !== 0xffffffff), `${text}: every position filled`);
+      assert.deepEqual([...sig(text).minhash], [...sig(text).minhash]);
+    }
+  });
+
   it('building a long signature stops when its deadline has passed', () => {
     assert.equal(signatureOf(TRIP.repeat(40), CONTEXT, () => true), 'expired');
     assert.equal(signatureOf('?!', CONTEXT), 'none');
