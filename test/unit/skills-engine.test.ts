@@ -61,6 +61,20 @@ function engine(rows: SkillRow[], settings: Partial<EngineSettings> = {}) {
   return new SkillEngine({ pool, modes: keySkills, settings: { ...SETTINGS, ...settings }, rows });
 }
 
+/** Records each pool task the engine sends, as [its stage, how many stages follow it in it], until the test ends. */
+function recordTasks(t: { after(fn: () => void): void }): Array<[string, number]> {
+  const tasks: Array<[string, number]> = [];
+  const real = pool.runWithFollowers.bind(pool);
+  pool.runWithFollowers = (task, ceilingMs, followers, beside) => {
+    tasks.push([task.stage, followers.length]);
+    return real(task, ceilingMs, followers, beside);
+  };
+  t.after(() => {
+    pool.runWithFollowers = real;
+  });
+  return tasks;
+}
+
 const request = (keyId: string, extra: Partial<SkillsRequest> = {}): SkillsRequest => ({ surface: 'chat_completions', body: TRAIL, keyId, requestId: 'req_1', ...extra });
 const trailOf = (body: Buffer | undefined) => (body === undefined ? undefined : (JSON.parse(body.toString()) as { trail: string[] }).trail);
 
@@ -314,37 +328,21 @@ test('a shadow stage beside dispatch has its tap before it runs; an answer ends 
 });
 
 test('on a small body the shadow stage beside dispatch rides in the inline stage\'s pool task; on a large one it gets its own', async (t) => {
-  const tasks: number[] = [];
-  const real = pool.runWithFollowers.bind(pool);
-  pool.runWithFollowers = (task, ceilingMs, followers) => {
-    tasks.push(followers.length);
-    return real(task, ceilingMs, followers);
-  };
-  t.after(() => {
-    pool.runWithFollowers = real;
-  });
+  const tasks = recordTasks(t);
   const keyId = await keyWith({});
   const rows = [ROW.guardrails, ROW.guardrails_model];
   const small = await engine(rows).run(request(keyId));
-  assert.deepEqual(tasks, [1], 'one task: the regex stage with the classifier riding');
+  assert.deepEqual(tasks, [['guardrails', 1]], 'one task: the regex stage with the classifier riding');
   assert.deepEqual((await small.beside).map((s) => [s.skill, s.outcome]), [['guardrails_model', 'shadow']]);
 
   tasks.length = 0;
   const large = await engine(rows).run(request(keyId, { body: Buffer.from(JSON.stringify({ trail: [], pad: 'x'.repeat(2000) })) }));
   assert.deepEqual((await large.beside).map((s) => [s.skill, s.outcome]), [['guardrails_model', 'shadow']]);
-  assert.deepEqual(tasks, [0, 0], 'two tasks: the classifier beside the upstream call');
+  assert.deepEqual(tasks, [['guardrails', 0], ['guardrails_model', 0]], 'two tasks: the classifier beside the upstream call');
 });
 
 test('the shadow stages beside dispatch share one pool task, and a shadow answer does not stop the ones after it', async (t) => {
-  const tasks: Array<[string, number]> = [];
-  const real = pool.runWithFollowers.bind(pool);
-  pool.runWithFollowers = (task, ceilingMs, followers) => {
-    tasks.push([task.stage, followers.length]);
-    return real(task, ceilingMs, followers);
-  };
-  t.after(() => {
-    pool.runWithFollowers = real;
-  });
+  const tasks = recordTasks(t);
   const keyId = await keyWith({ semantic_cache: 'shadow', prompt_compaction: 'shadow' });
   const cacheBeside = perKeyRow('semantic_cache', 'answerNow', 30, true);
   const rows = [ROW.guardrails, ROW.guardrails_model, cacheBeside, ROW.compaction_beside];
@@ -377,15 +375,7 @@ test('taps come in table order whatever the order their halves were made in (a s
 });
 
 test('the stages a request waits for share one pool task: each acting one on the body the one before produced, and a refusal stops the rest', async (t) => {
-  const tasks: Array<[string, number]> = [];
-  const real = pool.runWithFollowers.bind(pool);
-  pool.runWithFollowers = (task, ceilingMs, followers) => {
-    tasks.push([task.stage, followers.length]);
-    return real(task, ceilingMs, followers);
-  };
-  t.after(() => {
-    pool.runWithFollowers = real;
-  });
+  const tasks = recordTasks(t);
   const keyId = await keyWith({ pii_redaction: 'prod', prompt_compaction: 'prod' });
   const run = await engine([ROW.guardrails, ROW.guardrails_model, ROW.pii_redaction, ROW.prompt_compaction]).run(request(keyId));
   assert.deepEqual(tasks, [['guardrails', 3]], 'one task: the regex stage, the two acting skills, the classifier riding');
