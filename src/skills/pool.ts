@@ -203,8 +203,10 @@ export class SkillPool {
       const deadlineAt = t0Wall + ceilingMs;
       const slots = [task.started, ...followers.map((f) => f.started)];
       const ceilings = [ceilingMs, ...followers.map((f) => f.ceilingMs)];
-      // at least a few ms: a follower whose ceiling is 0 misses at its start, in the thread, and needs no watching
-      const shortest = Math.max(5, Math.min(...ceilings));
+      // how often to look while the task's own stage runs: its ceiling, or the shortest follower's when shorter, but every few ms at most
+      // (a follower whose ceiling is 0 misses at its start, in the thread, and needs no watching)
+      const followerMs = followers.length === 0 ? Infinity : Math.max(5, Math.min(...followers.map((f) => f.ceilingMs)));
+      const shortest = Math.min(ceilingMs, followerMs);
       /**
        * Watches the task's stages in turn, each against its own ceiling: the
        * task's own from when it was sent (its wait for a thread counts), a
