@@ -37,6 +37,13 @@ export interface SkillsRequest {
   requestId: string;
   /** the main thread's facts for the stages whose row asks for them (`context: true`); built once, when the first such stage runs */
   context?: () => StageContext;
+  /**
+   * the reply itself reports every stage (the native envelope's trace): its
+   * shadow stages run before dispatch, at the end of the task the request
+   * waits for, whatever the body's size, so the reply says what they would
+   * have done instead of finding them still running beside the call
+   */
+  shadowInReply?: boolean;
   /** the main-thread half of a stage that has one (the semantic cache's store, the PII restorer), made for this request when the stage runs */
   half?: (stage: string, acting: boolean) => StageHalf | undefined;
 }
@@ -235,7 +242,7 @@ export class SkillEngine {
     // on a small body the shadow stages beside dispatch ride in the last inline stage's task: their work is
     // shorter than a round trip of their own; on a larger one it is not, and they start beside the upstream call
     const shadowCeiling = this.deps.settings.GW_SKILL_CEILING_SHADOW_MS;
-    const riders = inline.length > 0 && shadowCeiling > 0 && req.body.byteLength <= RIDE_MAX_BYTES ? later.splice(0) : [];
+    const riders = inline.length > 0 && shadowCeiling > 0 && (req.body.byteLength <= RIDE_MAX_BYTES || req.shadowInReply === true) ? later.splice(0) : [];
     // the shadow stages beside dispatch have their halves (and taps on the reply) before the call goes upstream
     for (const s of riders) r.open(s, false);
     for (const s of later) r.open(s, false);

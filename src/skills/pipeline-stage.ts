@@ -34,6 +34,9 @@ const RUNS_ON: Readonly<Record<string, (req: GatewayRequest) => boolean>> = {
   cloudx: (req) => CLOUDX_CHAT.test(req.path),
 };
 
+/** Surfaces whose reply carries every stage's report (the native envelope's trace). */
+const REPLY_REPORTS_SKILLS: ReadonlySet<string> = new Set(['execute']);
+
 /** `x-gw-session`; on /v1/execute the route's reading of `metadata.session_id` wins. */
 const SESSION = 'x-gw-session';
 
@@ -70,6 +73,7 @@ export class EngineSkillsStage implements SkillsStage {
         overrides,
         requestId: req.id,
         ...(sessionId !== undefined && { sessionId }),
+        ...(REPLY_REPORTS_SKILLS.has(surface.id) && { shadowInReply: true }),
         ...(context && { context: () => context(input) }),
         ...(half && { half: (stage: string, acting: boolean) => half(input, stage, acting) }),
       })

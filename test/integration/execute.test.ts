@@ -182,6 +182,22 @@ describe('POST /v1/execute', () => {
       assert.equal(typeof guard['ms'], 'number');
     });
 
+    it('traces what every shadow skill would have done on a body over 1 KB too, however fast the vendor answers', async () => {
+      const long = [{ role: 'user', content: 'Plan a relaxed four-day trip with short walks and plenty of breaks. '.repeat(40) }];
+      const shadow = Object.fromEntries(PER_KEY_SKILLS.map((skill) => [skill, 'shadow']));
+      for (let i = 0; i < 5; i++) {
+        const r = await execute({ input: { messages: long }, target: { model: 'gpt-4o-mini' }, skill_overrides: shadow });
+        assert.equal(r.status, 200);
+        const skills = (r.json['trace'] as Json)['skills'] as Json[];
+        for (const s of skills.filter((x) => x['skill'] !== 'guardrails')) {
+          assert.deepEqual([s['skill'], s['mode'], s['arm'], s['outcome']], [s['skill'], 'shadow', 'shadow', 'shadow'], `request ${i}`);
+          assert.equal(typeof s['detail']['decision'], 'string', `${String(s['skill'])}: what it would have done`);
+        }
+        const guard = skills.find((x) => x['skill'] === 'guardrails') as Json;
+        assert.equal(guard['detail']['classifier']['outcome'], 'shadow', `request ${i}: the classifier's score`);
+      }
+    });
+
     it("traces an acting skill's own report: its mode, arm and outcome", async () => {
       const r = await execute({ input: HELLO, target: { model: 'gpt-4o-mini' }, skill_overrides: { prompt_compaction: 'prod' } });
       assert.equal(r.status, 200);
