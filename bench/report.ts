@@ -194,6 +194,24 @@ function skillsOffLines(rows: Row[]): string[] {
   });
 }
 
+/** skills-off against each baseline target (BENCH_BASELINE's checkouts, in order), each figure's change in percent. */
+export function baselineLines(rows: Row[], baselines: string[]): string[] {
+  const change = (now: number, then: number) => `${now >= then ? '+' : ''}${f((now / then - 1) * 100, 1)} %`;
+  return rows.flatMap((off) => {
+    if (off.target !== 'skills-off') return [];
+    const direct = find(rows, off.scenario.id, 'direct');
+    return baselines.flatMap((dir, i) => {
+      const base = find(rows, off.scenario.id, `baseline${i + 1}`);
+      if (!base) return [];
+      const cpu = `${f(off.cpuMicrosPerReq, 1)} µs CPU/req against ${f(base.cpuMicrosPerReq, 1)} (${change(off.cpuMicrosPerReq, base.cpuMicrosPerReq)})`;
+      const single = direct
+        ? `, +${f(off.singleMs - direct.singleMs, 3)} ms 1-conn against +${f(base.singleMs - direct.singleMs, 3)} (${change(off.singleMs - direct.singleMs, base.singleMs - direct.singleMs)})`
+        : '';
+      return [`- ${off.scenario.title}, skills off against baseline${i + 1} (${dir}): ${cpu}${single}`];
+    });
+  });
+}
+
 /**
  * Replaces the text between `<!-- name:begin -->` and `<!-- name:end -->` in a
  * markdown file, so the bench and the profiler each rewrite only their part.
