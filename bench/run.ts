@@ -93,8 +93,10 @@ async function underLoad(target: Target, scenario: Scenario): Promise<LoadFigure
   };
 }
 
-/** Several passes' load figures as one: CPU and req/s over all their requests, the percentiles' mean. */
-function merged(passes: LoadFigures[]): LoadFigures {
+/** Several passes' load figures as one: CPU and req/s over all their requests, the percentiles' mean; each pass's CPU kept. */
+function merged(all: LoadFigures[]): LoadFigures {
+  // a pass in which no request completed (the box was busy elsewhere) has no figures of its own
+  const passes = all.some((p) => p.requests > 0) ? all.filter((p) => p.requests > 0) : all;
   const requests = passes.reduce((sum, p) => sum + p.requests, 0);
   const mean = (pick: (p: LoadFigures) => number) => passes.reduce((sum, p) => sum + pick(p), 0) / passes.length;
   const pools = passes.flatMap((p) => (p.pool ? [p.pool] : []));
@@ -106,6 +108,7 @@ function merged(passes: LoadFigures[]): LoadFigures {
     cpuMicrosPerReq: passes.reduce((sum, p) => sum + p.cpuMicrosPerReq * p.requests, 0) / requests,
     requests,
     ...(pools.length > 0 && { pool: pools.join('; next pass: ') }),
+    ...(all.length > 1 && { passCpu: all.map((p) => (p.requests > 0 ? p.cpuMicrosPerReq : 0)) }),
   };
 }
 
