@@ -11,7 +11,8 @@ const { loadSettings, SettingsSchema } = await import(pathToFileURL(join(dist, '
 const { startGateway } = await import(pathToFileURL(join(dist, 'src/main.js')).href);
 
 // an older build refuses a setting it does not know, and the bench sets some that came later
-if (baseline) for (const name of Object.keys(process.env)) if (name.startsWith('GW_') && !(name in SettingsSchema.properties)) delete process.env[name];
+const known = SettingsSchema?.properties;
+if (baseline && known) for (const name of Object.keys(process.env)) if (name.startsWith('GW_') && !(name in known)) delete process.env[name];
 
 const gw = await startGateway(loadSettings(), { skillRows: [] });
 const stop = () => gw.close().then(() => process.exit(0));
