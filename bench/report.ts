@@ -16,6 +16,8 @@ export interface Row {
   requests: number;
   /** the gateway's skill pool over the measured load (bench/pool-metrics.ts) */
   pool?: string;
+  /** with BENCH_PASSES above 1: each pass's CPU µs per request, in pass order */
+  passCpu?: number[];
 }
 
 export interface Failure {
@@ -191,6 +193,46 @@ function skillsOffLines(rows: Row[]): string[] {
       `- ${off.scenario.title}, skills off (empty skills table): ${f(off.cpuMicrosPerReq, 1)} µs CPU/req, +${f(added(off), 3)} ms 1-conn; ` +
         `the guardrail stage on top (the gateway as shipped): +${f(gw.cpuMicrosPerReq - off.cpuMicrosPerReq, 1)} µs CPU/req, +${f(added(gw) - added(off), 3)} ms 1-conn`,
     ];
+  });
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+};
+
+/**
+ * The median over passes of skills-off's CPU per request divided by the
+ * baseline's in the same pass (the two ran next to each other): one pass
+ * slowed by other work on the box moves it less than the totals.
+ */
+function perPassRatio(off: Row, base: Row): number | undefined {
+  const a = off.passCpu;
+  const b = base.passCpu;
+  if (!a || !b || a.length !== b.length) return undefined;
+  const ratios = a.flatMap((x, i) => (x > 0 && (b[i] as number) > 0 ? [x / (b[i] as number)] : []));
+  return ratios.length > 1 ? median(ratios) : undefined;
+}
+
+/** skills-off against each baseline target (BENCH_BASELINE's checkouts, in order), each figure's change in percent. */
+export function baselineLines(rows: Row[], baselines: string[]): string[] {
+  const change = (now: number, then: number) => `${now >= then ? '+' : ''}${f((now / then - 1) * 100, 1)} %`;
+  return rows.flatMap((off) => {
+    if (off.target !== 'skills-off') return [];
+    const direct = find(rows, off.scenario.id, 'direct');
+    return baselines.flatMap((dir, i) => {
+      const base = find(rows, off.scenario.id, `baseline${i + 1}`);
+      if (!base) return [];
+      const ratio = perPassRatio(off, base);
+      const cpu =
+        `${f(off.cpuMicrosPerReq, 1)} µs CPU/req against ${f(base.cpuMicrosPerReq, 1)} (${change(off.cpuMicrosPerReq, base.cpuMicrosPerReq)}` +
+        `${ratio === undefined ? '' : `; per pass, median ${change(ratio, 1)}`})`;
+      const single = direct
+        ? `, +${f(off.singleMs - direct.singleMs, 3)} ms 1-conn against +${f(base.singleMs - direct.singleMs, 3)} (${change(off.singleMs - direct.singleMs, base.singleMs - direct.singleMs)})`
+        : '';
+      return [`- ${off.scenario.title}, skills off against baseline${i + 1} (${dir}): ${cpu}${single}`];
+    });
   });
 }
 

@@ -3,12 +3,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { placement, pinSelf, cpuMicros, type Placement } from './procs.js';
-import { budgetLines, resultsTable, streamTable, writeSection, type Failure, type Row } from './report.js';
+import { baselineLines, budgetLines, resultsTable, streamTable, writeSection, type Failure, type Row } from './report.js';
 import { SCENARIOS, type Scenario } from './scenarios.js';
 import { singleConnections } from './single-connection.js';
 import { checkReply, load, requestBytes } from './load.js';
 import { poolLine, poolSnapshot } from './pool-metrics.js';
-import { nginxVersion, startGatewayProcess, startNginx, startUpstream, type Target } from './targets.js';
+import { isBaseline, nginxVersion, startGatewayProcess, startNginx, startUpstream, type BaselineId, type Target } from './targets.js';
 
 /**
  * `npm run bench`: the fake upstream direct, through the gateway and through
@@ -20,13 +20,18 @@ import { nginxVersion, startGatewayProcess, startNginx, startUpstream, type Targ
  * BENCH_LATENCY_REQUESTS  sequential requests for the single-connection median (default 1000)
  * BENCH_ONLY       comma list of scenarios (json, stream, body32k, messages-stream,
  *                  converse-stream, execute) and/or targets
- *                  (direct, gateway, nginx) to run; a partial run does not touch the docs
+ *                  (direct, gateway, skills-off, baseline1…, nginx) to run; a partial run does not touch the docs
  * BENCH_FROM_SOURCE=1  run the gateway from src/ through tsx instead of dist/
+ * BENCH_BASELINE   comma list of other checkouts whose builds are measured beside skills-off
+ *                  as the targets baseline1, baseline2, …
+ * BENCH_PASSES     load cells per scenario and target, the targets' order reversed on every other pass (default 1)
  */
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DOC = join(ROOT, 'docs/performance.md');
-const TARGET_IDS: Target['id'][] = ['direct', 'gateway', 'skills-off', 'nginx'];
+const BASELINES = (process.env['BENCH_BASELINE'] ?? '').split(',').map((dir) => dir.trim()).filter(Boolean).map((dir) => resolve(dir));
+const baselineId = (i: number): BaselineId => `baseline${i + 1}`;
+const TARGET_IDS: Target['id'][] = ['direct', 'gateway', 'skills-off', ...BASELINES.map((_, i) => baselineId(i)), 'nginx'];
 
 function numberEnv(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -41,6 +46,7 @@ const config = {
   warmup: numberEnv('BENCH_WARMUP', 2),
   connections: numberEnv('BENCH_CONNECTIONS', 50),
   latencyRequests: numberEnv('BENCH_LATENCY_REQUESTS', 1000),
+  passes: numberEnv('BENCH_PASSES', 1),
   fromSource: process.env['BENCH_FROM_SOURCE'] === '1',
 };
 
@@ -48,7 +54,7 @@ function selection(): { scenarios: Scenario[]; targets: Target['id'][]; partial:
   const only = (process.env['BENCH_ONLY'] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   const known = [...SCENARIOS.map((s) => s.id as string), ...TARGET_IDS];
   const unknown = only.filter((o) => !known.includes(o));
-  if (unknown.length > 0) throw new Error(`BENCH_ONLY: unknown ${unknown.join(', ')} (known: ${known.join(', ')})`);
+  if (unknown.length > 0) throw new Error(`BENCH_ONLY: unknown ${unknown.join(', ')} (known: ${known.join(', ')}${BASELINES.length > 0 ? '' : '; baseline targets need BENCH_BASELINE'})`);
   const scenarios = SCENARIOS.filter((s) => !only.some((o) => SCENARIOS.some((x) => x.id === o)) || only.includes(s.id));
   const targets = TARGET_IDS.filter((t) => !only.some((o) => (TARGET_IDS as string[]).includes(o)) || only.includes(t));
   return { scenarios, targets, partial: only.length > 0 };
@@ -87,20 +93,50 @@ async function underLoad(target: Target, scenario: Scenario): Promise<LoadFigure
   };
 }
 
-/** Every target under load in turn, then the single-connection timings of those that passed, interleaved. */
+/** Several passes' load figures as one: CPU and req/s over all their requests, the percentiles' mean; each pass's CPU kept. */
+function merged(all: LoadFigures[]): LoadFigures {
+  // a pass in which no request completed (the box was busy elsewhere) has no figures of its own
+  const passes = all.some((p) => p.requests > 0) ? all.filter((p) => p.requests > 0) : all;
+  const requests = passes.reduce((sum, p) => sum + p.requests, 0);
+  const mean = (pick: (p: LoadFigures) => number) => passes.reduce((sum, p) => sum + pick(p), 0) / passes.length;
+  const pools = passes.flatMap((p) => (p.pool ? [p.pool] : []));
+  return {
+    ...passes[0]!,
+    reqPerSec: requests / passes.reduce((sum, p) => sum + p.requests / p.reqPerSec, 0),
+    p50Ms: mean((p) => p.p50Ms),
+    p99Ms: mean((p) => p.p99Ms),
+    cpuMicrosPerReq: passes.reduce((sum, p) => sum + p.cpuMicrosPerReq * p.requests, 0) / requests,
+    requests,
+    ...(pools.length > 0 && { pool: pools.join('; next pass: ') }),
+    ...(all.length > 1 && { passCpu: all.map((p) => (p.requests > 0 ? p.cpuMicrosPerReq : 0)) }),
+  };
+}
+
+/**
+ * Every target under load in turn (BENCH_PASSES times, the order reversed on
+ * every other pass so drift weighs on each alike), then the single-connection
+ * timings of those that passed, interleaved.
+ */
 async function measure(scenario: Scenario, targets: Target[], failures: Failure[]): Promise<Row[]> {
-  const measured: { target: Target; figures: LoadFigures }[] = [];
-  for (const target of targets.filter((t) => t.id !== 'skills-off' || scenario.skillsOff)) {
-    process.stdout.write(`${scenario.id} / ${target.id} … `);
-    const outcome = await underLoad(target, scenario);
-    if (typeof outcome === 'string') {
-      failures.push({ scenario: scenario.id, target: target.id, reason: outcome });
-      process.stdout.write(`FAILED: ${outcome}\n`);
-      continue;
+  const eligible = targets.filter((t) => !(t.id === 'skills-off' || isBaseline(t.id)) || scenario.skillsOff);
+  const passes = new Map<Target, LoadFigures[]>();
+  const failed = new Set<Target>();
+  for (let pass = 0; pass < config.passes; pass++) {
+    for (const target of pass % 2 === 0 ? eligible : [...eligible].reverse()) {
+      if (failed.has(target)) continue;
+      process.stdout.write(`${scenario.id} / ${target.id} … `);
+      const outcome = await underLoad(target, scenario);
+      if (typeof outcome === 'string') {
+        failed.add(target);
+        failures.push({ scenario: scenario.id, target: target.id, reason: outcome });
+        process.stdout.write(`FAILED: ${outcome}\n`);
+        continue;
+      }
+      passes.set(target, [...(passes.get(target) ?? []), outcome]);
+      process.stdout.write(`${outcome.reqPerSec.toFixed(0)} req/s, ${outcome.cpuMicrosPerReq.toFixed(1)} µs CPU/req\n`);
     }
-    measured.push({ target, figures: outcome });
-    process.stdout.write(`${outcome.reqPerSec.toFixed(0)} req/s, ${outcome.cpuMicrosPerReq.toFixed(1)} µs CPU/req\n`);
   }
+  const measured = eligible.filter((t) => !failed.has(t)).map((target) => ({ target, figures: merged(passes.get(target)!) }));
   const single = await singleConnections(
     measured.map(({ target }) => ({ port: target.port, request: requestBytes(target, scenario) })),
     config.latencyRequests,
@@ -166,6 +202,10 @@ async function main(): Promise<void> {
     started.push(upstream);
     if (wanted.includes('gateway')) started.push(await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir, fromSource: config.fromSource }));
     if (wanted.includes('skills-off')) started.push(await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir, skillsOff: true }));
+    for (const [i, dir] of BASELINES.entries()) {
+      const id = baselineId(i);
+      if (wanted.includes(id)) started.push(await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir, baseline: { id, dir } }));
+    }
     if (wanted.includes('nginx')) started.push(await startNginx(place.target, upstream.port, workDir));
     const targets = started.filter((t) => wanted.includes(t.id));
     for (const scenario of scenarios) rows.push(...(await measure(scenario, targets, failures)));
@@ -176,7 +216,7 @@ async function main(): Promise<void> {
 
   const table = resultsTable(rows);
   const streams = streamTable(rows);
-  const budget = budgetLines(rows);
+  const budget = [...budgetLines(rows), ...baselineLines(rows, BASELINES)];
   const failed = failures.map((x) => `- ${x.scenario} / ${x.target} FAILED: ${x.reason}`);
   process.stdout.write(`\n${table}\n\n${streams}\n\n${[...budget, ...failed].join('\n')}\n`);
   if (partial) {

@@ -2,9 +2,12 @@ import { mkdirSync, openSync, closeSync, writeFileSync, existsSync } from 'node:
 import { join, resolve } from 'node:path';
 import { commandOutput, freePort, spawnPinned, waitForPort, type Spawned } from './procs.js';
 
+/** `baseline1`, `baseline2`, …: the builds of other checkouts (BENCH_BASELINE), in the order given */
+export type BaselineId = `baseline${number}`;
+
 /** What autocannon and the single-connection client are pointed at. */
 export interface Target {
-  id: 'direct' | 'gateway' | 'skills-off' | 'nginx';
+  id: 'direct' | 'gateway' | 'skills-off' | BaselineId | 'nginx';
   title: string;
   port: number;
   /** the process whose CPU is charged to this target (nginx: its master, workers are added) */
@@ -45,17 +48,22 @@ export interface GatewayOptions {
   fromSource?: boolean;
   /** the `skills-off` target: the built gateway with an empty skills table (bench/gateway-skills-off.mjs) */
   skillsOff?: boolean;
+  /** a baseline target: another checkout's build (`<dir>/dist`), started as `skills-off` is */
+  baseline?: { id: BaselineId; dir: string };
   /** further gateway settings of this bench (e.g. GW_INGRESS_BUDGET) */
   env?: NodeJS.ProcessEnv;
 }
 
 /** Is this target one of the gateway's (they are sent the gateway's paths and bodies)? */
-export const isGateway = (id: Target['id']): boolean => id === 'gateway' || id === 'skills-off';
+export const isBaseline = (id: Target['id']): id is BaselineId => id.startsWith('baseline');
+export const isGateway = (id: Target['id']): boolean => id === 'gateway' || id === 'skills-off' || isBaseline(id);
 
 /** The gateway as production runs it: one replica, auth, accounting, metrics, info logs to a file. */
 export async function startGatewayProcess(cpu: string | undefined, opts: GatewayOptions): Promise<Target & { logFile: string; child: Spawned }> {
-  const entry = opts.skillsOff ? [join(ROOT, 'bench/gateway-skills-off.mjs')] : opts.fromSource ? ['--import', 'tsx', join(ROOT, 'src/main.ts')] : [join(ROOT, 'dist/src/main.js')];
-  if (!opts.fromSource && !existsSync(join(ROOT, 'dist/src/main.js'))) throw new Error('dist/src/main.js is missing: run `npm run build` first');
+  const dist = join(opts.baseline?.dir ?? ROOT, 'dist');
+  const skillsOffScript = join(ROOT, 'bench/gateway-skills-off.mjs');
+  const entry = opts.baseline ? [skillsOffScript, dist] : opts.skillsOff ? [skillsOffScript] : opts.fromSource ? ['--import', 'tsx', join(ROOT, 'src/main.ts')] : [join(dist, 'src/main.js')];
+  if (!opts.fromSource && !existsSync(join(dist, 'src/main.js'))) throw new Error(`${dist}/src/main.js is missing: run \`npm run build\` there first`);
   const port = await freePort();
   const bootstrap = join(opts.workDir, 'bootstrap.json');
   writeFileSync(
@@ -78,7 +86,8 @@ export async function startGatewayProcess(cpu: string | undefined, opts: Gateway
       },
     ]),
   );
-  const logFile = join(opts.workDir, opts.skillsOff ? 'gateway-skills-off.log' : 'gateway.log');
+  const id = opts.baseline ? opts.baseline.id : opts.skillsOff ? 'skills-off' : 'gateway';
+  const logFile = join(opts.workDir, `${id}.log`);
   const logFd = openSync(logFile, 'a');
   // a clean environment: no GW_ variable of the caller's shell leaks in (a Redis URL would change what is measured)
   const env: NodeJS.ProcessEnv = {
@@ -103,8 +112,8 @@ export async function startGatewayProcess(cpu: string | undefined, opts: Gateway
   const child = spawnPinned(cpu, process.execPath, [...(opts.nodeArgs ?? []), ...entry], { env, stdout: logFd, cwd: opts.workDir });
   closeSync(logFd);
   await listening(child, port);
-  const id = opts.skillsOff ? 'skills-off' : 'gateway';
-  return { id, title: opts.skillsOff ? 'through the gateway, empty skills table' : 'through the gateway', port, pid: child.pid, logFile, child, stop: () => child.stop() };
+  const title = opts.baseline ? `through ${opts.baseline.dir}'s gateway, empty skills table` : opts.skillsOff ? 'through the gateway, empty skills table' : 'through the gateway';
+  return { id, title, port, pid: child.pid, logFile, child, stop: () => child.stop() };
 }
 
 function nginxConf(dir: string, port: number, upstreamPort: number): string {
