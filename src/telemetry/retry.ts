@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 
 /** a body seen again from the same key within this window is a retry */
 const WINDOW_MS = 60_000;
@@ -6,11 +6,14 @@ const WINDOW_MS = 60_000;
 const MAX_REMEMBERED = 10_000;
 
 /**
- * A digest of a request body: only the digest is remembered, never the body.
- * One-shot `hash` (no Hash object, no stream machinery): it runs on every
- * request, and for a large body its cost is the hashing itself.
+ * A fingerprint of a request body, its length and CRC-32: only it is
+ * remembered, never the body. It runs on every request, and a CRC costs a
+ * third of a SHA-1 on a 32 KB body (5 against 15 µs). Two bodies of one key
+ * are taken for one only with the same length and CRC within a minute, about
+ * one chance in four billion per pair: a retry count off by that much is
+ * nothing beside the SDKs' own retry header.
  */
-export const bodyDigest = (body: Buffer): string | undefined => (body.length === 0 ? undefined : hash('sha1', body, 'base64'));
+export const bodyDigest = (body: Buffer): string | undefined => (body.length === 0 ? undefined : `${body.length.toString(36)}:${crc32(body).toString(36)}`);
 
 /**
  * Recognises client retries: the official SDKs' `x-stainless-retry-count`

@@ -90,6 +90,7 @@ describe('retry detection', () => {
     assert.equal(d.isRetry('k1', REQ(), {}, body, 1_000), false);
     assert.equal(d.isRetry('k2', REQ(), {}, body, 2_000), false, 'another key');
     assert.equal(d.isRetry('k1', REQ(), {}, body, 30_000), true);
+    assert.equal(d.isRetry('k1', REQ(), {}, bodyDigest(Buffer.from('{"model":"gpt-4p"}')), 31_000), false, 'a body of the same length one byte apart');
     assert.equal(d.isRetry('k1', REQ(), {}, body, 95_000), false, 'more than 60 s after the last one');
     assert.equal(d.isRetry('k1', REQ(), { 'x-stainless-retry-count': '2' }, bodyDigest(Buffer.from('other')), 96_000), true);
     assert.equal(d.isRetry('k1', REQ(), { 'x-stainless-retry-count': '0' }, undefined, 97_000), false);
