@@ -26,7 +26,7 @@ export class Exchange implements RequestFacts {
   /** the route's reading of the request's skill choices (the native envelope's), for the skills stage */
   skillChoices: SkillChoices | undefined;
   /** what each skill stage did (the trace, the headers and the row read it here) */
-  readonly skills: SkillReports = { list: [], settled: undefined };
+  readonly skills: SkillReports = { list: [] };
   /** the skills' taps on this attempt's reply (none: it passes untouched) */
   replyTaps: ReplyTap[] | undefined;
   /** where the provider credential came from, once resolved */

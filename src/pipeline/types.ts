@@ -123,8 +123,6 @@ export interface SkillRecord {
  */
 export interface SkillReports {
   readonly list: SkillRecord[];
-  /** resolves once every stage run beside dispatch has reported (never rejects) */
-  settled: Promise<void> | undefined;
 }
 
 /**

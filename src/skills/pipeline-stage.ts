@@ -87,7 +87,7 @@ export class EngineSkillsStage implements SkillsStage {
     record(input, run.skills);
     if (run.taps.length > 0) input.replyTaps = run.taps;
     // the stages beside dispatch report when they settle: in the headers only while the status line is unwritten
-    input.skills.settled = run.beside.then((reports) => record(input, reports));
+    void run.beside.then((reports) => record(input, reports));
     return verdictOf(input, run.verdict);
   }
 }

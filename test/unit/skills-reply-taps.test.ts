@@ -135,7 +135,7 @@ const input = (org: string, model = 'gpt-4o', path = '/v1/chat/completions'): Sk
 
 const keysOf = (text: string): StageCacheKeys => cacheKeysOf('chat_completions', { model: 'gpt-4o', messages: [{ role: 'user', content: text }] }) as StageCacheKeys;
 const computed = (text: string): StageResult => ({ outcome: 'applied', cache: keysOf(text) });
-const reports = (): SkillReports => ({ list: [{ skill: 'semantic_cache', mode: 'shadow', arm: 'shadow', outcome: 'shadow', ms: 1, detail: { decision: 'hit' } }], settled: undefined });
+const reports = (): SkillReports => ({ list: [{ skill: 'semantic_cache', mode: 'shadow', arm: 'shadow', outcome: 'shadow', ms: 1, detail: { decision: 'hit' } }] });
 
 describe('semantic_cache main-thread half', () => {
   const cache = () => new SemanticCache(new EmbeddedCacheStore({ maxEntries: 10, maxBytes: 1 << 20, ttlMs: 60_000 }), { similarity: 0.95, maxBytes: 1 << 20 });
