@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
 import { call, errorMessage, type Answer } from '../helpers/api.js';
-import { CONFIG_SECRET, devKeySecret, dropRedisPrefix, newRedisPrefix, REDIS_URL, SECRETS_KEY, startTestGateway, UNLIMITED_RPS, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { CONFIG_SECRET, devKeySecret, dropRedisPrefix, keysMatching, newRedisPrefix, REDIS_URL, SECRETS_KEY, startTestGateway, testRedis, UNLIMITED_RPS, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 import { privateRedis } from '../helpers/private-redis.js';
 import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
 import { eventually } from '../helpers/wait.js';
@@ -211,6 +211,34 @@ describe('telemetry across replicas on one Redis', () => {
     }
     assert.equal((await call(a, '/api/v1/tenant/request/req-never-seen', { key: acmeKey })).status, 404);
     assert.equal((await call(a, '/api/v1/logs/request/req-never-seen?tenant_id=acme', { key: acmeKey })).status, 404);
+  });
+});
+
+describe('rows past GW_TELEMETRY_RETENTION_H', () => {
+  it('are neither listed nor read, and a tenant gone quiet leaves no stream behind', async () => {
+    const fake = await startFakeOpenAI();
+    const prefix = newRedisPrefix();
+    // 7.2 s: long enough to read the row back first on a loaded machine
+    const gw = await startTestGateway({ redisPrefix: prefix, bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_TELEMETRY_RETENTION_H: '0.002' } });
+    const redis = testRedis();
+    try {
+      const id = await chat(gw);
+      await eventually(async () => (await durable(gw, id)).status === 200, 'the row appended');
+      const rows = async () => keysMatching(redis, `${prefix}tel:{acme}:rows`);
+      assert.equal((await rows()).length, 1);
+      // one row is far below a stream node: MINID's approximate trim alone never removes it
+      await eventually(
+        async () => !ids(await call(gw, '/api/v1/tenant/requests?window=24h', { key: acmeKey })).includes(id) && (await durable(gw, id)).status === 404,
+        'the row out of the list and the single read',
+        30_000,
+      );
+      await eventually(async () => (await rows()).length === 0, 'the quiet tenant\'s stream gone', 30_000);
+    } finally {
+      redis.disconnect();
+      await gw.close();
+      await fake.close();
+      await dropRedisPrefix(prefix);
+    }
   });
 });
 
