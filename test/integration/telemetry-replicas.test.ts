@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
 import { call, errorMessage, type Answer } from '../helpers/api.js';
-import { CONFIG_SECRET, devKeySecret, dropRedisPrefix, keysMatching, newRedisPrefix, REDIS_URL, SECRETS_KEY, startTestGateway, testRedis, UNLIMITED_RPS, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { ADMIN_KEY, CONFIG_SECRET, devKeySecret, dropRedisPrefix, keysMatching, newRedisPrefix, REDIS_URL, SECRETS_KEY, startTestGateway, testRedis, UNLIMITED_RPS, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
 import { privateRedis } from '../helpers/private-redis.js';
 import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
 import { eventually } from '../helpers/wait.js';
@@ -129,6 +129,13 @@ describe('telemetry across replicas on one Redis', () => {
     assert.equal(row?.['endpoint'], 'chat_completions');
     assert.equal(row?.['cache'], 'off');
     assert.equal(row?.['prompt_preview'], '');
+    // each filter matches the row's own value and nothing else
+    for (const [filter, hit, miss] of [['model', 'gpt-4o', 'o3'], ['endpoint', 'chat_completions', 'messages'], ['feature', 'summarize', 'extract'], ['cache', 'off', 'hit']]) {
+      assert.equal(ids(await call(a, `/api/v1/requests?tenant_id=acme&${filter}=${hit}`, { key: acmeKey }))[0], id, `${filter}=${hit}`);
+      assert.ok(!ids(await call(a, `/api/v1/requests?tenant_id=acme&${filter}=${miss}`, { key: acmeKey })).includes(id), `${filter}=${miss}`);
+    }
+    assert.deepEqual(ids(await call(a, '/api/v1/requests?tenant_id=acme&query_category=code', { key: acmeKey })), [], 'the gateway classifies no query');
+    assert.deepEqual(ids(await call(a, '/api/v1/requests?tenant_id=acme&limit=1', { key: acmeKey })), [id]);
     const onB = await call(b, '/api/v1/requests?key_id=key_acmeacmeacmeacmeacme', { key: acmeKey });
     assert.ok(!ids(onB).includes(id), 'another replica holds only its own slice');
     assert.equal((await call(a, `/api/v1/logs/request/${id}?tenant_id=acme`, { key: acmeKey })).status, 200);
@@ -192,6 +199,11 @@ describe('telemetry across replicas on one Redis', () => {
     assert.equal((await call(b, `/api/v1/tenant/request/${id}?tenant_id=acme`, { key: CONFIG_SECRET })).status, 200);
     assert.equal((await call(a, `/api/v1/logs/request/${id}?tenant_id=acme`, { key: CONFIG_SECRET })).status, 200);
     assert.ok(ids(await call(a, '/api/v1/requests?key_id=key_acmeacmeacmeacmeacme', { key: CONFIG_SECRET })).includes(id));
+    // so does the admin key
+    assert.ok(ids(await call(b, '/api/v1/tenant/requests?tenant_id=acme', { key: ADMIN_KEY })).includes(id));
+    assert.equal((await call(b, '/api/v1/usage?tenant_id=acme&window=1h', { key: ADMIN_KEY })).status, 200);
+    assert.equal((await call(a, `/api/v1/logs/request/${id}?tenant_id=acme`, { key: ADMIN_KEY })).status, 200);
+    assert.equal((await call(b, '/api/v1/usage', { key: ADMIN_KEY })).status, 400, 'a deployment credential names its tenant');
   });
 
   it('refuses bad limits, unknown filters and org with 400, naming what is allowed', async () => {
