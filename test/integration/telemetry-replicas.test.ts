@@ -259,6 +259,21 @@ describe('rows past GW_TELEMETRY_RETENTION_H', () => {
       await dropRedisPrefix(prefix);
     }
   });
+
+  it('a retention that is no whole number of milliseconds still keeps rows', async () => {
+    const fake = await startFakeOpenAI();
+    const prefix = newRedisPrefix();
+    // 3,600,000.36 ms: Redis takes expiry times and stream ids in whole milliseconds only
+    const gw = await startTestGateway({ redisPrefix: prefix, bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_TELEMETRY_RETENTION_H: '1.0000001' } });
+    try {
+      const id = await chat(gw);
+      await eventually(async () => (await durable(gw, id)).status === 200, 'the row appended');
+    } finally {
+      await gw.close();
+      await fake.close();
+      await dropRedisPrefix(prefix);
+    }
+  });
 });
 
 describe('telemetry while Redis stalls', () => {
