@@ -171,11 +171,14 @@ function poolState(pool: SkillPool) {
   return { threads, queued, in_flight: inFlight };
 }
 
+/** GW_TELEMETRY_RETENTION_H in whole milliseconds: Redis takes expiry times and stream ids in no finer unit */
+const retentionMsOf = (settings: Settings): number => Math.round(settings.GW_TELEMETRY_RETENTION_H * 3_600_000);
+
 /** The Redis telemetry streams: a writer and a reader on connections of their own; none without Redis. */
 function openTelemetry(settings: Settings, log: Logger, metrics: Metrics): { writer: StreamWriter; reader: StreamReader } | undefined {
   const target = redisTargetOf(settings);
   if (!target) return undefined;
-  const retentionMs = settings.GW_TELEMETRY_RETENTION_H * 3_600_000;
+  const retentionMs = retentionMsOf(settings);
   const common = { target, prefix: settings.GW_REDIS_PREFIX, retentionMs, onSumOutcome: (outcome: SumOutcome) => metrics.usageSums.inc({ outcome }) };
   const writer = new StreamWriter({
     ...common,
@@ -209,7 +212,7 @@ async function openScorecardSamples(
   const writer = new RedisSampleWriter({
     target,
     keys,
-    retentionMs: settings.GW_TELEMETRY_RETENTION_H * 3_600_000,
+    retentionMs: retentionMsOf(settings),
     maxBuffered: settings.GW_TELEMETRY_BUFFER_ROWS,
     skills: new Set(PER_KEY_SKILLS),
     epochOf: (keyId, skill) => skills.latestTransition(keyId, skill as SkillId)?.id ?? '',

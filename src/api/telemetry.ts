@@ -156,7 +156,7 @@ export function telemetryRoutes(deps: TelemetryRouteDeps): Route[] {
           (e) => e.row.tenant_id === scope.tenant.org_id && (scope.keyId === undefined || e.row.key_id === scope.keyId) && filters.every((f) => f(e)),
           limit,
         );
-        sendJson(res, 200, { object: 'list', data: entries.map((e) => inspectorRow(e.row, e.decision)), source: PROCESS });
+        sendJson(res, 200, { object: 'list', data: entries.map((e) => inspectorRow(e.row, e.decision, e.preview)), source: PROCESS });
       },
     },
     {

@@ -8,6 +8,7 @@ import type { Operation } from '../providers/adapter.js';
 import { lookupModel } from '../providers/catalog.js';
 import type { Providers, Target } from '../providers/index.js';
 import type { ProviderId } from '../providers/types.js';
+import { withoutPreview } from '../skills/pii/index.js';
 import { trueUpFolds } from '../skills/trajectory/true-up.js';
 import { effectiveModes, parseSkillOverrides, refuseLocked, storedModes, type SkillOverrides } from '../skills/overrides.js';
 import { PER_KEY_SKILLS, type KeySkills, type SkillId, type StoredMode } from '../tenancy/skills.js';
@@ -32,7 +33,7 @@ const CHAT: Operation = { op: 'chat_completions' };
  */
 function traceSkills(modes: Readonly<Record<SkillId, StoredMode>>, reports: readonly SkillRecord[]): Array<Record<string, unknown>> {
   const reported = new Map(reports.map((r) => [r.skill, r]));
-  const entry = (r: SkillRecord, mode: string) => ({ skill: r.skill, mode, arm: r.arm, outcome: r.outcome, ms: r.ms, detail: r.detail ?? null });
+  const entry = (r: SkillRecord, mode: string) => ({ skill: r.skill, mode, arm: r.arm, outcome: r.outcome, ms: r.ms, detail: r.detail ? withoutPreview(r.detail) : null });
   const perKey = PER_KEY_SKILLS.map((skill) => {
     const r = reported.get(skill);
     return r ? entry(r, modes[skill]) : { skill, mode: modes[skill], arm: null, outcome: 'skipped', ms: 0, detail: null };

@@ -1,10 +1,12 @@
 import type { RequestLines } from './request-log.js';
 import type { DecisionRecord, RequestRow } from './row.js';
 
-/** One finished request as the process keeps it: row, decision and its own log lines. */
+/** One finished request as the process keeps it: row, decision, prompt preview and its own log lines. */
 export interface RingEntry {
   row: RequestRow;
   decision: DecisionRecord;
+  /** the inspector's prompt preview ('' where pii_redaction did not run) */
+  preview: string;
   lines: RequestLines | undefined;
 }
 

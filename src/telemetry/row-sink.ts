@@ -39,8 +39,8 @@ export class TelemetryRows implements RowSink {
   finished(f: FinishedRequest, answer?: ResponseMeta): void {
     try {
       const now = Date.now();
-      const { row, decision } = buildRecord(f, this.retries.isRetry(f.keyId, f.requestId, f.headers, f.bodyHash, now), now, this.opts.storedArms);
-      this.ring.push({ row, decision, lines: f.lines });
+      const { row, decision, preview } = buildRecord(f, this.retries.isRetry(f.keyId, f.requestId, f.headers, f.bodyHash, now), now, this.opts.storedArms);
+      this.ring.push({ row, decision, preview, lines: f.lines });
       this.writer?.append(row, decision);
       this.metrics.recordRow(row, f.ttfbMs, decision.skills);
       this.opts.onRow?.(row);

@@ -1,5 +1,6 @@
 import type { StageTiming } from '../http/stages.js';
 import type { Usage } from '../providers/types.js';
+import { previewIn, withoutPreview } from '../skills/pii/index.js';
 import { FAIL_OPEN_OUTCOMES } from '../skills/stage.js';
 import { isoTime } from './iso-time.js';
 import type { RequestLines } from './request-log.js';
@@ -225,12 +226,16 @@ const optimizationState = (skills: readonly SkillOutcome[]): string => {
 
 const FIGURE_NUMBERS = ['tokens_saved', 'usd_saved', 'ledger_usd', 'estimated_ledger_usd'] as const;
 
+/** The prompt preview of the inspector feed: pii_redaction's, so only where it ran; '' otherwise. */
+const previewOf = (f: FinishedRequest): string => previewIn(f.skills.find((s) => s.skill === 'pii_redaction')?.detail) ?? '';
+
 /** A report as the decision record keeps it: the detail as text, and the input tokens the stage saved. */
 function outcomeOf(s: SkillReported): SkillOutcome {
   // optional fields set on the literal, not spread into it (a spread took V8's slow path)
   const out: SkillOutcome = { skill: s.skill, mode: s.mode, arm: s.arm, outcome: s.outcome, ms: s.ms };
   if (s.detail === undefined) return out;
-  out.detail = JSON.stringify(s.detail);
+  // the record is durable: the prompt preview stays in the process
+  out.detail = JSON.stringify(withoutPreview(s.detail));
   const saved = s.detail['tokens_saved'];
   if (typeof saved === 'number') out.tokens_saved = saved;
   return out;
@@ -288,11 +293,11 @@ function skillColumns(f: FinishedRequest, outcomes: readonly SkillOutcome[], sto
 }
 
 /**
- * The row and decision record of a finished request; `retry` is decided by the
- * caller (it needs the key's recent bodies). `storedArms` fills the arms of
- * skills the engine did not report.
+ * The row and decision record of a finished request, and the inspector's
+ * prompt preview; `retry` is decided by the caller (it needs the key's recent
+ * bodies). `storedArms` fills the arms of skills the engine did not report.
  */
-export function buildRecord(f: FinishedRequest, retry: boolean, now: number, storedArms?: StoredArms): { row: RequestRow; decision: DecisionRecord } {
+export function buildRecord(f: FinishedRequest, retry: boolean, now: number, storedArms?: StoredArms): { row: RequestRow; decision: DecisionRecord; preview: string } {
   const h = f.headers;
   const outcomes = f.skills.map(outcomeOf);
   const skills = skillColumns(f, outcomes, storedArms);
@@ -351,16 +356,17 @@ export function buildRecord(f: FinishedRequest, retry: boolean, now: number, sto
     refusal: f.refusal ?? null,
     dispatch: f.dispatch ? { served: servedBy(f.dispatch) ?? null, steps: [...f.dispatch] } : null,
   };
-  return { row, decision };
+  return { row, decision, preview: previewOf(f) };
 }
 
 const servedBy = (steps: readonly DispatchStepRecord[] | undefined): string | undefined => steps?.find((s) => s.outcome === 'served')?.destination;
 
 /**
- * The inspector's view of a row. The prompt preview stays empty: bodies never
- * enter telemetry, and a preview is only safe after PII redaction has run on it.
+ * The inspector's view of a row. Bodies never enter telemetry: the prompt
+ * preview is the one pii_redaction made from the text it redacted, empty
+ * where that skill did not run.
  */
-export function inspectorRow(row: RequestRow, decision: DecisionRecord): InspectorRow {
+export function inspectorRow(row: RequestRow, decision: DecisionRecord, preview: string): InspectorRow {
   return {
     request_id: row.request_id,
     ts: row.ts,
@@ -378,6 +384,6 @@ export function inspectorRow(row: RequestRow, decision: DecisionRecord): Inspect
     cost_usd: row.cost_usd,
     status: row.status,
     latency_ms: row.latency_ms,
-    prompt_preview: '',
+    prompt_preview: preview,
   };
 }

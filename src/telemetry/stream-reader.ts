@@ -87,7 +87,8 @@ export class StreamReader {
       const key = telemetryKeys(this.opts.prefix, tenant).rows;
       const out: StoredRequest[] = [];
       let end = '+';
-      const start = `${Math.max(0, q.startMs)}-0`;
+      // rows past the retention that the approximate trim left are not answered
+      const start = `${Math.max(0, q.startMs, Date.now() - this.opts.retentionMs)}-0`;
       // unfiltered, the first page is all that is needed (unless rows arrived late)
       const count = q.filters.length === 0 ? Math.min(PAGE, q.limit) : PAGE;
       for (;;) {
@@ -120,6 +121,8 @@ export class StreamReader {
       if (failed) throw failed[0];
       const found = results.map(([, id]) => id).find((id): id is string => typeof id === 'string');
       if (found === undefined) return undefined;
+      // the index outlives its hour's rows by up to an hour; the stream id is the time Redis appended the row
+      if (entryMs(found) < Date.now() - this.opts.retentionMs) return undefined;
       const [entry] = (await this.redis.xrange(keys.rows, found, found)) as Entry[];
       return entry ? decodeEntry(entry[1], true) : undefined;
     });
@@ -240,6 +243,9 @@ export class StreamReader {
     }
   }
 }
+
+/** the time (ms) of a stream entry id `<ms>-<seq>` */
+const entryMs = (id: string): number => Number(id.slice(0, id.indexOf('-')));
 
 /** HGETALL's reply as a flat field-value array */
 const flatCells = (reply: unknown): string[] => (Array.isArray(reply) ? (reply as string[]) : Object.entries(reply as Record<string, string>).flat());

@@ -121,7 +121,8 @@ export class StreamWriter {
       return;
     }
     this.queue.push({ row, decision });
-    if (this.queue.length >= BATCH_ROWS && this.inFlight === undefined) this.flush();
+    // a full buffer is sent at once: waiting for the timer could only drop rows Redis would take
+    if (this.queue.length >= Math.min(BATCH_ROWS, this.opts.maxBuffered) && this.inFlight === undefined) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), FLUSH_MS).unref();
   }
 

@@ -60,6 +60,9 @@ for _, key in ipairs(rollups) do
   end
 end
 if added > 0 then
+  -- MINID's approximate trim removes whole stream nodes only, and only when a
+  -- row comes: the stream of a tenant gone quiet goes a retention after its last row
+  redis.call('PEXPIREAT', KEYS[1], now + retention)
   redis.call('DEL', KEYS[7], KEYS[8])
   redis.call('PEXPIREAT', KEYS[2], math.max(hourEnd, now) + tonumber(ARGV[2]))
   redis.call('PEXPIREAT', KEYS[3], hourEnd + retention)

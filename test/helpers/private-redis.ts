@@ -33,14 +33,15 @@ export async function privateRedis(): Promise<PrivateRedis> {
     probe.disconnect();
   };
   const stop = async () => {
-    if (!proc || proc.exitCode !== null) return;
+    // a server killed by a signal has no exit code, only its signal: stopping it again must not wait for an exit already past
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
     const exited = once(proc, 'exit');
     proc.kill('SIGKILL');
     await exited;
   };
   await launch();
   const signal = (s: NodeJS.Signals) => {
-    if (proc && proc.exitCode === null) proc.kill(s);
+    if (proc && proc.exitCode === null && proc.signalCode === null) proc.kill(s);
   };
   return { url: `redis://127.0.0.1:${port}`, port, stop, restart: launch, pause: () => signal('SIGSTOP'), resume: () => signal('SIGCONT') };
 }

@@ -72,6 +72,31 @@ describe('pii_redaction on every surface that parses a body', () => {
     for (const v of VALUES) assert.ok(!stored.includes(v), `${v} is in the row`);
   });
 
+  it('the inspector shows a prompt preview only where pii_redaction ran: the newest user text as redacted, at most 120 characters, never in the durable record', async () => {
+    const s = SKILL_SURFACES[0]!;
+    const text = `${PROMPT} ${'and then some more words '.repeat(8)}`;
+    const redacted = `Please write to [EMAIL_1] or call [PHONE_1]; my card is [CARD_1] and my IBAN [IBAN_1]. ${'and then some more words '.repeat(8)}`;
+    const ran = { prod: 'pii-preview-prod', shadow: 'pii-preview-shadow' };
+    await callSurface(gw, echo, s, devKey, text, { system: `Never forget ${VALUES[0]}`, headers: { 'x-gw-skills': 'pii_redaction=prod', 'x-request-id': ran.prod } });
+    await callHeld(gw, echo, s, devKey, text, PII_RAN, { headers: { 'x-gw-skills': 'pii_redaction=shadow', 'x-request-id': ran.shadow } });
+    await callSurface(gw, echo, s, devKey, text, { headers: { 'x-gw-skills': 'pii_redaction=off', 'x-request-id': 'pii-preview-off' } });
+    const feed = await fetch(`${gw.url}/api/v1/requests?tenant_id=pii-org`, { headers: { authorization: `Bearer ${devKey}` } });
+    const rows = ((await feed.json()) as { data: Array<{ request_id: string; prompt_preview: string }> }).data;
+    const preview = (id: string) => rows.find((r) => r.request_id === id)?.prompt_preview;
+    assert.equal(preview(ran.prod), redacted.slice(0, 120));
+    assert.equal(preview(ran.shadow), redacted.slice(0, 120));
+    assert.equal(preview('pii-preview-off'), '', 'without the redaction there is no preview');
+    // nor in /v1/execute's trace: its detail is kinds and counts
+    const execute = SKILL_SURFACES.find((x) => x.name === 'execute')!;
+    const traced = await callSurface(gw, echo, execute, devKey, text, { headers: { 'x-gw-skills': 'pii_redaction=prod' } });
+    const trace = (JSON.parse(traced.bytes.toString()) as { trace: { skills: Array<{ skill: string; detail: unknown }> } }).trace;
+    assert.deepEqual(trace.skills.find((x) => x.skill === 'pii_redaction')?.detail, { kinds: { email: 1, phone: 1, card: 1, iban: 1 }, redactions: 4 });
+    for (const id of Object.values(ran)) {
+      const stored = JSON.stringify(await durableRow(gw, devKey, id));
+      assert.ok(!stored.includes('Please write') && !/\\?"preview\\?"/.test(stored), `the prompt is in the durable record of ${id}: ${stored}`);
+    }
+  });
+
   it('counts the values it replaced by kind in gw_skill_redactions_total', async () => {
     const series = 'gw_skill_redactions_total{kind="email"}';
     const before = await metricValue(gw, series);

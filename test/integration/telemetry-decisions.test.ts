@@ -153,3 +153,30 @@ describe('every request of a known key becomes a row with its decision record, r
     for (const org of Object.keys(KEYS) as Org[]) assert.equal((await call(pair.b, `/api/v1/tenant/request/${id}`, { key: KEYS[org] })).status, 404);
   });
 });
+
+describe('a request relayed directly (fail-open) is a row with the reason', () => {
+  let pair: ReplicaPairOverFake;
+  before(async () => {
+    // every acting stage misses its ceiling (guardrails run on every request): each request is relayed as it came
+    pair = await startReplicaPairOverFakeOpenAI(bootstrap, { GW_SKILL_CEILING_ACTING_MS: '0' });
+  });
+  after(() => pair.close());
+
+  it('served_by direct_passthrough, its fail_open reason in the decision record, relay_reason and error_detail in the row', async () => {
+    const { id, res } = await chat(pair.a, 'capped');
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-gw-served-by'), 'direct_passthrough');
+    let found: Answer | undefined;
+    await eventually(async () => (found = await call(pair.b, `/api/v1/tenant/request/${id}`, { key: KEYS.capped })).status === 200, 'the row on the other replica');
+    const { request, decision } = found?.json as { request: Json; decision: Json };
+    assert.equal(decision['served_by'], 'direct_passthrough');
+    const reason = (decision['fail_open'] as { reason: string } | null)?.reason;
+    assert.ok(typeof reason === 'string' && reason.length > 0, JSON.stringify(decision));
+    assert.equal(request['relay_reason'], 'fail_open');
+    assert.equal(request['error_detail'], reason);
+    assert.equal(request['status'], 200);
+    assert.deepEqual(decision['refusal'], null);
+    const listed = await call(pair.b, '/api/v1/tenant/requests?relay_reason=fail_open', { key: KEYS.capped });
+    assert.deepEqual((listed.json['data'] as Json[]).map((r) => r['request_id']), [id]);
+  });
+});

@@ -120,7 +120,8 @@ describe('evaluatePiiRedaction', () => {
     assert.equal(out.messages[1]!.content, 'My address is [EMAIL_2]');
     assert.equal(out.messages[3]!.content, 'Mail [EMAIL_2], card [CARD_1], or [EMAIL_2] again.');
     assert.deepEqual(r.restore, { '[EMAIL_1]': 'lead@northwind.io', '[EMAIL_2]': 'bob@example.com', '[CARD_1]': '4111 1111 1111 1111' });
-    assert.deepEqual(r.detail, { kinds: { email: 4, card: 1 }, redactions: 5 });
+    // the preview is the newest user text, as redacted
+    assert.deepEqual(r.detail, { kinds: { email: 4, card: 1 }, redactions: 5, preview: 'Mail [EMAIL_2], card [CARD_1], or [EMAIL_2] again.' });
     assert.ok(!JSON.stringify(r.detail).includes('@'));
   });
 
@@ -144,7 +145,8 @@ describe('evaluatePiiRedaction', () => {
       const sent = Buffer.from(r.change!.body!).toString('utf8');
       assert.ok(!sent.includes('ann@example.org'), `${surface}: ${sent}`);
       assert.equal(sent.split('[EMAIL_1]').length - 1, 3, surface);
-      assert.deepEqual(r.detail, { kinds: { email: 3 }, redactions: 3 }, surface);
+      // a tool result is no user text: the preview is the user's own turn
+      assert.deepEqual(r.detail, { kinds: { email: 3 }, redactions: 3, preview: 'hi [EMAIL_1]' }, surface);
     }
   });
 
