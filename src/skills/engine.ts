@@ -249,46 +249,56 @@ export class SkillEngine {
     let body = memory.body;
     let changed = false;
     let model: string | undefined;
-    // the stages the request waits for run in one pool task, each on the body the acting ones before it produced;
-    // their main-thread halves then finish in table order, so a cache lookup sees the model the stages before it chose
+    // on a small body the stages the request waits for run in one pool task, each on the body the acting ones before it
+    // produced: their work is shorter than the round trips it saves. On a larger one each has a task of its own, so a
+    // stage's ceiling bounds its own wait for a thread (one task's wait would all fall on its first stage's ceiling).
+    // Their main-thread halves finish in table order, so a cache lookup sees the model the stages before it chose.
     for (const s of inline) r.open(s, s.arm === 'treatment');
-    const task = [...inline, ...riders];
-    const runs = inline.length === 0 ? [] : await this.runTask(task, r, body, false);
-    const ridden: Array<[PlannedStage, StageRun]> = riders.map((f, i) => [f, runs[inline.length + i]!]);
-    const unfinished = (k: number) => [...inline.slice(k + 1), ...riders, ...later];
-
-    for (let k = 0; k < inline.length; k++) {
-      const stage = inline[k]!;
-      const acting = stage.arm === 'treatment';
-      const run = await r.finish(stage, runs[k]!, model);
-      const report = this.report(stage, run, acting);
-      skills.push(report);
-      if (FAIL_OPEN_OUTCOMES.has(report.outcome)) {
-        // a shadow stage may be abandoned alone while nothing has changed the request yet
-        if (!acting && !changed) continue;
-        const cause = this.causeOf(task, runs, k, report, skills);
-        r.abandon(unfinished(k), model);
-        return { verdict: { kind: 'bypass', reason: `${cause.skill}: ${cause.outcome}${reasonOf(cause)}` }, taps: NO_TAPS, skills, beside: NO_BESIDE };
-      }
-      const result = run.outcome === 'done' ? run.reply.result : undefined;
-      if (!acting || result === undefined) continue;
-      if (result.refuse) {
-        const { type, message, fields } = result.refuse;
-        r.abandon(unfinished(k), model);
-        return { verdict: { kind: 'refuse', error: new GatewayError(type, message, fields ? { fields } : {}) }, taps: NO_TAPS, skills, beside: NO_BESIDE };
-      }
-      // an answer is written through the taps of the stages before it (the caller's values restored)
-      if (result.answer) {
-        r.abandon(unfinished(k), model);
-        return { verdict: { kind: 'answer', answer: result.answer }, taps: r.taps(), skills, beside: NO_BESIDE };
-      }
-      if (result.change?.body !== undefined) {
-        body = result.change.body;
-        changed = true;
-      }
-      if (result.change?.model !== undefined) {
-        model = result.change.model;
-        changed = true;
+    const tasks: PlannedStage[][] = inline.length === 0 ? [] : req.body.byteLength <= RIDE_MAX_BYTES ? [[...inline]] : inline.map((s) => [s]);
+    tasks[tasks.length - 1]?.push(...riders);
+    let ridden: Array<[PlannedStage, StageRun]> = [];
+    let k = -1;
+    for (const task of tasks) {
+      const runs = await this.runTask(task, r, body, false);
+      for (let j = 0; j < task.length; j++) {
+        const stage = task[j]!;
+        if (riders.includes(stage)) {
+          ridden = task.slice(j).map((f, i) => [f, runs[j + i]!]);
+          break;
+        }
+        k++;
+        const acting = stage.arm === 'treatment';
+        const run = await r.finish(stage, runs[j]!, model);
+        const report = this.report(stage, run, acting);
+        skills.push(report);
+        const unfinished = [...inline.slice(k + 1), ...riders, ...later];
+        if (FAIL_OPEN_OUTCOMES.has(report.outcome)) {
+          // a shadow stage may be abandoned alone while nothing has changed the request yet
+          if (!acting && !changed) continue;
+          const cause = this.causeOf(task, runs, j, report, skills);
+          r.abandon(unfinished, model);
+          return { verdict: { kind: 'bypass', reason: `${cause.skill}: ${cause.outcome}${reasonOf(cause)}` }, taps: NO_TAPS, skills, beside: NO_BESIDE };
+        }
+        const result = run.outcome === 'done' ? run.reply.result : undefined;
+        if (!acting || result === undefined) continue;
+        if (result.refuse) {
+          const { type, message, fields } = result.refuse;
+          r.abandon(unfinished, model);
+          return { verdict: { kind: 'refuse', error: new GatewayError(type, message, fields ? { fields } : {}) }, taps: NO_TAPS, skills, beside: NO_BESIDE };
+        }
+        // an answer is written through the taps of the stages before it (the caller's values restored)
+        if (result.answer) {
+          r.abandon(unfinished, model);
+          return { verdict: { kind: 'answer', answer: result.answer }, taps: r.taps(), skills, beside: NO_BESIDE };
+        }
+        if (result.change?.body !== undefined) {
+          body = result.change.body;
+          changed = true;
+        }
+        if (result.change?.model !== undefined) {
+          model = result.change.model;
+          changed = true;
+        }
       }
     }
 

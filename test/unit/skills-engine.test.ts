@@ -374,7 +374,7 @@ test('taps come in table order whatever the order their halves were made in (a s
   );
 });
 
-test('the stages a request waits for share one pool task: each acting one on the body the one before produced, and a refusal stops the rest', async (t) => {
+test('on a small body the stages a request waits for share one pool task: each acting one on the body the one before produced, and a refusal stops the rest', async (t) => {
   const tasks = recordTasks(t);
   const keyId = await keyWith({ pii_redaction: 'prod', prompt_compaction: 'prod' });
   const run = await engine([ROW.guardrails, ROW.guardrails_model, ROW.pii_redaction, ROW.prompt_compaction]).run(request(keyId));
@@ -393,4 +393,13 @@ test('the stages a request waits for share one pool task: each acting one on the
   assert.deepEqual(refused.skills.map((s) => [s.skill, s.outcome]), [['pii_redaction', 'applied'], ['guardrails', 'hit']], 'the stage after the refusal never ran');
   assert.deepEqual(finished, [undefined], 'its half learns it did not run');
   assert.deepEqual(refused.taps, []);
+
+  // on a body over 1 KB each stage has a task of its own: its ceiling then bounds its own wait for a thread
+  tasks.length = 0;
+  const large = Buffer.from(JSON.stringify({ trail: [], pad: 'x'.repeat(2000) }));
+  const apart = await engine([ROW.guardrails, ROW.guardrails_model, ROW.pii_redaction, ROW.prompt_compaction]).run(request(keyId, { body: large }));
+  assert.deepEqual(tasks.slice(0, 3), [['guardrails', 0], ['pii_redaction', 0], ['prompt_compaction', 0]]);
+  assert.deepEqual(trailOf(apart.verdict.kind === 'continue' ? apart.verdict.body : undefined), ['pii_redaction', 'prompt_compaction']);
+  await apart.beside;
+  assert.deepEqual(tasks[3], ['guardrails_model', 0], 'the classifier beside the upstream call');
 });
