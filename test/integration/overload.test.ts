@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
+import type { FakeVendor } from '../fakes/server.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { bodyOf, firstStatus, headerOf, rawExchange, requestHead } from '../helpers/raw-http.js';
 import { eventually } from '../helpers/wait.js';
@@ -156,5 +158,52 @@ describe('engine-entry and dispatch-side shedding', () => {
     const after = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o'));
     assert.equal(after.status, 200);
     await after.body?.cancel();
+  });
+});
+
+describe('dispatch-side shedding waits for every destination to be full', () => {
+  let openai: FakeOpenAI;
+  let gemini: FakeVendor;
+  let gw: TestGateway;
+  before(async () => {
+    openai = await startFakeOpenAI();
+    gemini = await startFakeGemini();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: openai.origin, GW_UPSTREAM_GENVENDOR: gemini.origin, GW_UPSTREAM_MAX_INFLIGHT: '1' } });
+  });
+  after(async () => {
+    await gw.close();
+    await openai.close();
+    await gemini.close();
+  });
+
+  const execute = (model: string, fallbacks: string[]) => post(`${gw.url}/v1/execute`, JSON.stringify({ input: { messages: [{ role: 'user', content: 'hi' }] }, target: { model, fallbacks } }));
+  const shedCount = async () => Number(/^gw_shed_total\{where="upstream_inflight"\} (\d+)$/m.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0);
+
+  it('a candidate whose origin is full moves on to the next one; the replica is not shedding for it', async () => {
+    const held = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
+    await eventually(() => openai.received.length === 1, 'the slow call holds the openai origin');
+    const served = await execute('gpt-4o-mini', ['gemini-2.0-flash']);
+    assert.equal(served.status, 200, await served.clone().text());
+    assert.equal(((await served.json()) as { provider: string }).provider, 'genvendor');
+    assert.equal(openai.received.length, 1, 'nothing more went to the full origin');
+    assert.equal(await shedCount(), 0, 'no request was shed');
+    assert.equal((await fetch(`${gw.url}/readyz`)).status, 200, 'still ready: nothing was shed');
+    assert.equal((await held).status, 200);
+  });
+
+  it('with every candidate\'s origin full the answer is the dispatch-side shed, counted once', async () => {
+    const [openaiBefore, geminiBefore] = [openai.received.length, gemini.received.length];
+    const heldOpenai = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
+    const heldGemini = fetch(`${gw.url}/genvendor/v1beta/models/slow_1500:generateContent`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-goog-api-key': 'g-test' }, body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }) });
+    await eventually(() => openai.received.length === openaiBefore + 1 && gemini.received.length === geminiBefore + 1, 'both origins are held');
+    const shed = await execute('gpt-4o-mini', ['gemini-2.0-flash']);
+    assert.equal(shed.status, 503);
+    assert.equal(shed.headers.get('x-gw-error'), null);
+    assertRetryAfter(shed.headers.get('retry-after'));
+    assert.equal(((await shed.json()) as { error: { type: string } }).error.type, 'overloaded');
+    assert.equal(await shedCount(), 1);
+    assert.equal((await fetch(`${gw.url}/readyz`)).status, 503, 'a request was shed');
+    assert.equal((await heldOpenai).status, 200);
+    assert.equal((await heldGemini).status, 200);
   });
 });
