@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
-import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { bootstrapFile, oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { spawnGateway, stopGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { bodyOf, firstStatus, headerOf, rawExchange, requestHead } from '../helpers/raw-http.js';
 import { eventually } from '../helpers/wait.js';
 
@@ -66,9 +69,10 @@ describe('transport shedding: the ingress budget', () => {
     assertRetryAfter(headerOf(again.text, 'retry-after'));
     assert.notEqual(headerOf(again.text, 'x-gw-request-id'), headerOf(raw.text, 'x-gw-request-id'), 'each answer names its own request');
 
-    // a body that fits beside what is in flight goes through
+    // a body that fits beside what is in flight goes through, without its shadow work: that is shed first
     const fits = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o', 2000));
     assert.equal(fits.status, 200);
+    assert.equal(fits.headers.get('x-gw-skill-guardrails-model'), 'overloaded', 'the shadow classifier is not run while the replica sheds');
     await fits.body?.cancel();
 
     const health = (await (await fetch(`${gw.url}/healthz`)).json()) as { overload: { inflight_requests: number; inflight_bytes: number; shedding: boolean } };
@@ -84,7 +88,9 @@ describe('transport shedding: the ingress budget', () => {
       ['requests shed: overloaded'],
     );
 
-    assert.equal((await held).status, 200);
+    const first = await held;
+    assert.equal(first.status, 200);
+    assert.notEqual(first.headers.get('x-gw-skill-guardrails-model'), 'overloaded', 'before anything was shed the shadow classifier ran');
     // alone, a body larger than the whole budget is admitted
     const alone = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o', 6000));
     assert.equal(alone.status, 200);
@@ -108,6 +114,8 @@ describe('transport shedding: heavy bodies while the event loop is stalled', () 
     // the gateway runs in this process: stall its loop for 1 s of the 2 s window
     const until = performance.now() + 1000;
     while (performance.now() < until);
+    // a metrics scrape reads its own loop-delay histogram; the load monitor's window is not reset by it
+    await (await fetch(`${gw.url}/metrics`)).text();
     const heavy = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o', 8000));
     assert.equal(heavy.status, 503);
     assert.equal(heavy.headers.get('x-gw-error'), 'overloaded');
@@ -207,3 +215,55 @@ describe('dispatch-side shedding waits for every destination to be full', () => 
     assert.equal((await heldGemini).status, 200);
   });
 });
+
+describe('readiness while draining on SIGTERM', () => {
+  let fake: FakeOpenAI;
+  let gw: GatewayProcess;
+  before(async () => {
+    fake = await startFakeOpenAI();
+    gw = await spawnGateway({ GW_BOOTSTRAP: await bootstrapFile(bootstrap), GW_UPSTREAM_OPENAI: fake.origin, GW_SHUTDOWN_GRACE_S: '30' });
+  });
+  after(async () => {
+    await stopGateway(gw);
+    await fake.close();
+  });
+
+  it('a balancer still holding a connection is told 503 draining while the replica finishes what it holds; then it exits', async () => {
+    const conn = await keptAlive(gw.port);
+    try {
+      assert.equal(firstStatus(await conn.ask(requestHead('GET', '/readyz'))), 200);
+      const held = post(`http://127.0.0.1:${gw.port}/v1/chat/completions`, chat('slow_1500'));
+      await eventually(() => fake.received.length === 1, 'the slow call reached the vendor');
+      gw.child.kill('SIGTERM');
+      // the same connection, after the signal: the in-flight call holds the replica open
+      let answer = '';
+      await eventually(async () => firstStatus((answer = await conn.ask(requestHead('GET', '/readyz')))) === 503, 'readiness to turn false');
+      assert.deepEqual(JSON.parse(bodyOf(answer)), { status: 'draining' });
+      assert.equal((await held).status, 200, 'what was in flight is finished');
+    } finally {
+      conn.close();
+    }
+    assert.equal(await gw.exited, 0);
+  });
+});
+
+/** One kept-alive loopback connection asking one request at a time (a balancer's health checks). */
+async function keptAlive(port: number): Promise<{ ask(head: string): Promise<string>; close(): void }> {
+  const socket = connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  let text = '';
+  socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+  return {
+    async ask(head) {
+      text = '';
+      socket.write(head);
+      // a whole answer: its head and the Content-Length bytes after it
+      await eventually(() => {
+        const at = text.indexOf('\r\n\r\n');
+        return at !== -1 && text.length - at - 4 >= Number(headerOf(text, 'content-length') ?? 0);
+      }, 'a whole answer on the kept connection');
+      return text;
+    },
+    close: () => socket.destroy(),
+  };
+}
