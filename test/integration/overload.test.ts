@@ -96,6 +96,27 @@ describe('transport shedding: the ingress budget', () => {
     assert.equal(alone.status, 200);
     await alone.body?.cancel();
   });
+  it('a chunked body, which declares nothing, is shed mid-read once the bytes read pass the budget beside another request', async () => {
+    const calls = fake.received.length;
+    const held = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
+    await eventually(() => fake.received.length === calls + 1, 'the slow call reached the vendor');
+    const before = fake.received.length;
+    const chunked = (content: string) => {
+      const json = chat('gpt-4o').replace('"hi"', JSON.stringify(content));
+      const pieces = json.match(/[\s\S]{1,1024}/g) as string[];
+      return pieces.map((p) => `${p.length.toString(16)}\r\n${p}\r\n`).join('') + '0\r\n\r\n';
+    };
+    const head = requestHead('POST', '/v1/chat/completions', 'content-type: application/json', `x-gw-key: ${devKey}`, 'x-gw-provider-key: sk-test', 'transfer-encoding: chunked');
+    const small = await rawExchange(gw.port, head + chunked('chunked-small'), { until: (t) => t.includes('\r\n\r\n') && bodyOf(t).endsWith('}') });
+    assert.equal(firstStatus(small.text), 200, 'a chunked body that stays within the budget is served');
+    const big = await rawExchange(gw.port, head + chunked(`chunked-${'x'.repeat(8000)}`));
+    assert.equal(firstStatus(big.text), 503, big.text.slice(0, 300));
+    assert.equal(headerOf(big.text, 'x-gw-error'), 'overloaded');
+    assertRetryAfter(headerOf(big.text, 'retry-after'));
+    assert.equal(big.closed, true, 'the rest of the body is not read as a next request');
+    assert.equal(fake.received.length, before + 1, 'only the small one went upstream');
+    assert.equal((await held).status, 200);
+  });
 });
 
 describe('transport shedding: heavy bodies while the event loop is stalled', () => {
