@@ -56,7 +56,7 @@ export const SettingsSchema = Type.Object({
   ...upstreamOverrideSettings(),
   GW_DESTINATIONS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'JSON file of self-hosted model servers (OpenAI-compatible, e.g. vLLM) with their models, LoRA adapters and prices (docs/operations.md, Self-hosted destinations)' })),
   GW_UPSTREAM_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 65536, default: 256, description: 'max sockets per upstream origin' }),
-  GW_UPSTREAM_MAX_INFLIGHT: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 256, description: 'requests in flight per upstream origin, and per self-hosted destination whose entry sets no max_inflight: past it a call there is shed (503 overloaded, without x-gw-error)' }),
+  GW_UPSTREAM_MAX_INFLIGHT: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 256, description: 'requests in flight per upstream origin, and per self-hosted destination whose entry sets no max_inflight: past it a call there goes to its next destination or fallback, and is shed (503 overloaded, without x-gw-error) when none has room' }),
   GW_DESTINATION_COOLDOWN_S: Type.Integer({ minimum: 1, maximum: 3600, default: 30, description: 'how long a stored provider key that failed (could not connect, 429, 5xx) is tried only after the healthy ones (longer when the vendor\'s Retry-After or retry-after-ms asks, up to 600 s), shared by the replicas through Redis (docs/operations.md, Merit-order dispatch)' }),
   GW_MAX_REPLY_BYTES: Type.Integer({ minimum: 1024, default: 64 * 1024 * 1024, description: 'largest non-streamed upstream reply the gateway buffers; past it the upstream is cancelled and the answer is 502 upstream_unavailable' }),
   GW_LOG_LEVEL: Type.Union(

@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors.js';
 import type { HeaderList } from '../http/types.js';
-import { neverConnected } from '../pipeline/fallback.js';
+import { nothingSent } from '../pipeline/fallback.js';
 import type { DestinationPicker, DispatchOutcome, DispatchStep, HoldRule, PickedDestination, PlaceKey } from '../pipeline/types.js';
 import type { ProviderId } from '../providers/types.js';
 import type { CoolDowns } from '../stores/cool-downs.js';
@@ -8,10 +8,10 @@ import type { StoredDestination } from '../tenancy/vendor-keys.js';
 import { retryAfterMs } from '../upstream/retry-after.js';
 import { DrainWindow } from './drain.js';
 
-/** A vendor's 429 or 5xx, or a connection never made: nothing was billed, so another key may take the call. */
+/** A vendor's 429 or 5xx, or a call that never left (no connection, its origin full): nothing was billed, so another key may take the call. */
 const MOVES_ON: HoldRule = {
   status: (s) => s === 429 || s >= 500,
-  error: neverConnected,
+  error: nothingSent,
 };
 
 /**
@@ -137,7 +137,8 @@ class StoredKeyPicker implements DestinationPicker {
 
   ended(id: string, outcome: DispatchOutcome, headers?: HeaderList): void {
     this.taken.push({ destination: id, outcome });
-    if (outcome === 'served') return;
+    // a full origin says nothing against the key: no cool-down
+    if (outcome === 'served' || outcome === 'at_limit') return;
     const hint = headers && retryAfterMs(headers, this.keys.clock());
     this.keys.coolDowns.coolDown(this.org, id, coolDownFor(this.keys.coolDownMs, hint));
   }

@@ -1,6 +1,7 @@
 import { GatewayError } from '../errors.js';
 import type { HeaderList } from '../http/types.js';
 import { failureKind } from '../upstream/client.js';
+import { OriginFull } from '../upstream/inflight.js';
 import { DelegatingSink } from './delegating-sink.js';
 import type { HoldRule } from './types.js';
 
@@ -8,8 +9,8 @@ import type { HoldRule } from './types.js';
 /** Vendor answers after which the next candidate is tried: rate limited, or failed on its side. */
 const retryableStatus = (status: number): boolean => status === 429 || status >= 500;
 
-/** The gateway's own summaries of an upstream that could not be reached or did not answer. */
-const retryableError = (err: unknown): boolean => err instanceof GatewayError && (err.type === 'upstream_unavailable' || err.type === 'upstream_timeout');
+/** The gateway's own summaries of an upstream that could not be reached, did not answer, or was full. */
+const retryableError = (err: unknown): boolean => err instanceof OriginFull || (err instanceof GatewayError && (err.type === 'upstream_unavailable' || err.type === 'upstream_timeout'));
 
 /** The next candidate (another model) is tried after these. */
 export const NEXT_CANDIDATE: HoldRule = { status: retryableStatus, error: retryableError };
@@ -20,6 +21,9 @@ export const NEXT_CANDIDATE: HoldRule = { status: retryableStatus, error: retrya
  * one: undici cannot tell whether the request had gone out before it.
  */
 export const neverConnected = (err: unknown): boolean => err instanceof GatewayError && err.type === 'upstream_unavailable' && err.cause instanceof Error && failureKind(err.cause) === 'connect';
+
+/** Nothing of the call left the gateway (never connected, or its origin was full): another server may take it. */
+export const nothingSent = (err: unknown): boolean => err instanceof OriginFull || neverConnected(err);
 
 /**
  * The caller's sink as one attempt of a call sees it when another attempt

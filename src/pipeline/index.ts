@@ -7,7 +7,7 @@ import type { Logger } from '../telemetry/log.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { Upstream } from '../upstream/client.js';
 import type { OriginHealth } from '../upstream/health.js';
-import type { UpstreamInflight } from '../upstream/inflight.js';
+import { OriginFull, type UpstreamInflight } from '../upstream/inflight.js';
 import { Exchange } from './exchange.js';
 import type { RelayDeps, RelayLimits } from './relay.js';
 import { runStages } from './runner.js';
@@ -236,6 +236,8 @@ export class Pipeline {
   /** accounting: its own fault never becomes the caller's error (the reply has gone) */
   private account(ex: Exchange): void {
     ex.at = 'accounting';
+    // a full origin is a shed only when it is the answer, not when another destination or candidate took the call
+    if (!ex.heldBack && ex.outcome?.error instanceof OriginFull) this.deps.inflight.answered();
     try {
       accountFor(this.accounting, ex);
     } catch (err) {

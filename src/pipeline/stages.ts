@@ -8,12 +8,13 @@ import type { Directory } from '../tenancy/directory.js';
 import type { Caller } from '../tenancy/types.js';
 import type { StoredDestination, StoredKeys } from '../tenancy/vendor-keys.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import { OriginFull } from '../upstream/inflight.js';
 import { account, accountRefusal } from './accounting.js';
 import { authenticate, presentedCredentials } from './auth.js';
 import { resolveCredential } from './credentials.js';
 import type { Exchange } from './exchange.js';
 import { forwardHeaders } from './forward-headers.js';
-import { FallbackSink, NEXT_CANDIDATE, neverConnected } from './fallback.js';
+import { FallbackSink, NEXT_CANDIDATE, nothingSent } from './fallback.js';
 import { relay, type RelayDeps, type RelayOutcome } from './relay.js';
 import { CONTINUE, type Answer, type Call, type Candidate, type CandidateCall, type DestinationPicker, type DestinationRouter, type DispatchOutcome, type DispatchStep, type Fallback, type HoldRule, type PickedDestination, type PlaceKey, type Plan, type PolicyStage, type PlanInput, type RowSink, type SkillInput, type SkillsStage, type Stage, type StageName, type Verdict } from './types.js';
 
@@ -284,12 +285,13 @@ async function send(deps: DispatchDeps, ex: Exchange, servedBy: HeaderList, requ
  * the call's adapter there when needed) and hold its slot until the reply has
  * ended. No caller credential is needed; the server's own key, if any, rides.
  * A load the server refuses is answered with the server's reply. Only a
- * server that could not be connected to moves the call on: it was sent
- * nothing; a server's own answer stands, since it may have run the call.
+ * server that was sent nothing (it could not be connected to, or its origin
+ * was full) moves the call on; a server's own answer stands, since it may
+ * have run the call.
  */
 function selfHosted(router: DestinationRouter, model: string | undefined): DestinationPicker {
   return {
-    movesOn: { status: () => false, error: neverConnected },
+    movesOn: { status: () => false, error: nothingSent },
     async next(tried) {
       const routed = await router.route(model, tried);
       if (routed === undefined || routed.kind === 'refused') return routed;
@@ -344,7 +346,7 @@ async function dispatchAcross(deps: DispatchDeps, picker: DestinationPicker, ex:
 
 /** why a held-back failure moves the call on to the next destination, or undefined when it does not */
 function movedOnBy(movesOn: HoldRule, sink: FallbackSink): DispatchOutcome | undefined {
-  if (sink.heldError !== undefined) return movesOn.error(sink.heldError) ? 'connect_failed' : undefined;
+  if (sink.heldError !== undefined) return !movesOn.error(sink.heldError) ? undefined : sink.heldError instanceof OriginFull ? 'at_limit' : 'connect_failed';
   if (!movesOn.status(sink.heldStatus)) return undefined;
   return sink.heldStatus === 429 ? 'rate_limited' : 'server_error';
 }

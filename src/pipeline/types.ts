@@ -212,8 +212,8 @@ export interface HoldRule {
 
 /**
  * What became of one destination of a call: `served` (its answer went to the
- * caller, whatever the status), passed over (`at_limit`: at its concurrency
- * limit; `cooling`: it failed recently and another served;
+ * caller, whatever the status), passed over (`at_limit`: it or its origin
+ * at its concurrency limit; `cooling`: it failed recently and another served;
  * `region_excluded`: its region is outside GW_ALLOWED_REGIONS), or failed
  * before any byte reached the caller (`connect_failed`, `rate_limited`: 429,
  * `server_error`: 5xx).

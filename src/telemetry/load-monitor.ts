@@ -131,19 +131,16 @@ export class LoadMonitor {
   /**
    * A request shed at `where`: its 503 `overloaded` with a Retry-After from
    * the drain rate; /healthz says `shedding` and /readyz is 503 for a window.
-   * `summary` (a dispatch-side shed) leaves x-gw-error off.
    */
-  shed(where: ShedPlace, message: string, summary?: true): GatewayError {
+  shed(where: ShedPlace, message: string): GatewayError {
+    this.noteShed(where);
+    return withoutStack(() => new GatewayError('overloaded', message, { retryAfterS: this.retryAfterS() }));
+  }
+
+  /** a request answered with a shed decided elsewhere (src/upstream/inflight.ts): counted, and `shedding` for a window */
+  noteShed(where: ShedPlace): void {
     this.lastShedAt = this.clock();
     this.opts.countShed?.(where);
-    // a shed is not a fault: its stack would never be read, and capturing one was a fifth of a shed's cost
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    try {
-      return new GatewayError('overloaded', message, { retryAfterS: this.retryAfterS(), ...(summary && { summary }) });
-    } finally {
-      Error.stackTraceLimit = limit;
-    }
   }
 
   get shedding(): boolean {
@@ -208,6 +205,17 @@ export class LoadMonitor {
     }
     // idle longer than the whole window: every bucket was cleared, start again from now
     if (now >= this.bucketEnds) this.bucketEnds = now + this.bucketMs;
+  }
+}
+
+/** Builds a shed's error without a stack: a shed is not a fault, its stack would never be read, and capturing one was a fifth of a shed's cost. */
+export function withoutStack<T>(make: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return make();
+  } finally {
+    Error.stackTraceLimit = limit;
   }
 }
 

@@ -1,12 +1,16 @@
-import type { GatewayError } from '../errors.js';
-import type { LoadMonitor } from '../telemetry/load-monitor.js';
+import { GatewayError } from '../errors.js';
+import { withoutStack, type LoadMonitor } from '../telemetry/load-monitor.js';
 
 /**
- * Requests in flight per upstream origin (GW_UPSTREAM_MAX_INFLIGHT). A call
- * to an origin at its limit is shed at dispatch (SPEC overloaded rule 1c):
- * 503 `overloaded` in the surface's envelope, without x-gw-error, since it
- * summarizes the upstream's state rather than the gateway's own.
+ * A call refused because its origin is at GW_UPSTREAM_MAX_INFLIGHT. Nothing
+ * was sent, so another destination or fallback candidate may take the call;
+ * only when none can is it the answer: the dispatch-side shed (SPEC
+ * overloaded rule 1c), 503 `overloaded` without x-gw-error, since it
+ * summarizes the upstreams' state rather than the gateway's own.
  */
+export class OriginFull extends GatewayError {}
+
+/** Requests in flight per upstream origin (GW_UPSTREAM_MAX_INFLIGHT). */
 export class UpstreamInflight {
   private readonly counts = new Map<string, number>();
 
@@ -15,12 +19,19 @@ export class UpstreamInflight {
     private readonly monitor: LoadMonitor,
   ) {}
 
-  /** undefined when the call may go (and must leave() once its reply ended), else the dispatch-side shed */
-  enter(origin: string): GatewayError | undefined {
+  /** undefined when the call may go (and must leave() once its reply ended), else the refusal; not a shed until answered() */
+  enter(origin: string): OriginFull | undefined {
     const n = this.counts.get(origin) ?? 0;
-    if (n >= this.limit) return this.monitor.shed('upstream_inflight', `every destination of this call is at its limit of ${this.limit} requests in flight`, true);
+    if (n >= this.limit) {
+      return withoutStack(() => new OriginFull('overloaded', `every destination of this call is at its limit of ${this.limit} requests in flight`, { retryAfterS: this.monitor.retryAfterS(), summary: true }));
+    }
     this.counts.set(origin, n + 1);
     return undefined;
+  }
+
+  /** the refusal was the call's answer (no other destination or candidate took it): counted as a shed */
+  answered(): void {
+    this.monitor.noteShed('upstream_inflight');
   }
 
   leave(origin: string): void {

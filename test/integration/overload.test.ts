@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
-import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import type { FakeVendor } from '../fakes/server.js';
+import { bootstrapFile, oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { spawnGateway, stopGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { bodyOf, firstStatus, headerOf, rawExchange, requestHead } from '../helpers/raw-http.js';
 import { eventually } from '../helpers/wait.js';
 
@@ -64,9 +69,10 @@ describe('transport shedding: the ingress budget', () => {
     assertRetryAfter(headerOf(again.text, 'retry-after'));
     assert.notEqual(headerOf(again.text, 'x-gw-request-id'), headerOf(raw.text, 'x-gw-request-id'), 'each answer names its own request');
 
-    // a body that fits beside what is in flight goes through
+    // a body that fits beside what is in flight goes through, without its shadow work: that is shed first
     const fits = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o', 2000));
     assert.equal(fits.status, 200);
+    assert.equal(fits.headers.get('x-gw-skill-guardrails-model'), 'overloaded', 'the shadow classifier is not run while the replica sheds');
     await fits.body?.cancel();
 
     const health = (await (await fetch(`${gw.url}/healthz`)).json()) as { overload: { inflight_requests: number; inflight_bytes: number; shedding: boolean } };
@@ -82,11 +88,34 @@ describe('transport shedding: the ingress budget', () => {
       ['requests shed: overloaded'],
     );
 
-    assert.equal((await held).status, 200);
+    const first = await held;
+    assert.equal(first.status, 200);
+    assert.notEqual(first.headers.get('x-gw-skill-guardrails-model'), 'overloaded', 'before anything was shed the shadow classifier ran');
     // alone, a body larger than the whole budget is admitted
     const alone = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o', 6000));
     assert.equal(alone.status, 200);
     await alone.body?.cancel();
+  });
+  it('a chunked body, which declares nothing, is shed mid-read once the bytes read pass the budget beside another request', async () => {
+    const calls = fake.received.length;
+    const held = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
+    await eventually(() => fake.received.length === calls + 1, 'the slow call reached the vendor');
+    const before = fake.received.length;
+    const chunked = (content: string) => {
+      const json = chat('gpt-4o').replace('"hi"', JSON.stringify(content));
+      const pieces = json.match(/[\s\S]{1,1024}/g) as string[];
+      return pieces.map((p) => `${p.length.toString(16)}\r\n${p}\r\n`).join('') + '0\r\n\r\n';
+    };
+    const head = requestHead('POST', '/v1/chat/completions', 'content-type: application/json', `x-gw-key: ${devKey}`, 'x-gw-provider-key: sk-test', 'transfer-encoding: chunked');
+    const small = await rawExchange(gw.port, head + chunked('chunked-small'), { until: (t) => t.includes('\r\n\r\n') && bodyOf(t).endsWith('}') });
+    assert.equal(firstStatus(small.text), 200, 'a chunked body that stays within the budget is served');
+    const big = await rawExchange(gw.port, head + chunked(`chunked-${'x'.repeat(8000)}`));
+    assert.equal(firstStatus(big.text), 503, big.text.slice(0, 300));
+    assert.equal(headerOf(big.text, 'x-gw-error'), 'overloaded');
+    assertRetryAfter(headerOf(big.text, 'retry-after'));
+    assert.equal(big.closed, true, 'the rest of the body is not read as a next request');
+    assert.equal(fake.received.length, before + 1, 'only the small one went upstream');
+    assert.equal((await held).status, 200);
   });
 });
 
@@ -106,6 +135,8 @@ describe('transport shedding: heavy bodies while the event loop is stalled', () 
     // the gateway runs in this process: stall its loop for 1 s of the 2 s window
     const until = performance.now() + 1000;
     while (performance.now() < until);
+    // a metrics scrape reads its own loop-delay histogram; the load monitor's window is not reset by it
+    await (await fetch(`${gw.url}/metrics`)).text();
     const heavy = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o', 8000));
     assert.equal(heavy.status, 503);
     assert.equal(heavy.headers.get('x-gw-error'), 'overloaded');
@@ -158,3 +189,102 @@ describe('engine-entry and dispatch-side shedding', () => {
     await after.body?.cancel();
   });
 });
+
+describe('dispatch-side shedding waits for every destination to be full', () => {
+  let openai: FakeOpenAI;
+  let gemini: FakeVendor;
+  let gw: TestGateway;
+  before(async () => {
+    openai = await startFakeOpenAI();
+    gemini = await startFakeGemini();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: openai.origin, GW_UPSTREAM_GENVENDOR: gemini.origin, GW_UPSTREAM_MAX_INFLIGHT: '1' } });
+  });
+  after(async () => {
+    await gw.close();
+    await openai.close();
+    await gemini.close();
+  });
+
+  const execute = (model: string, fallbacks: string[]) => post(`${gw.url}/v1/execute`, JSON.stringify({ input: { messages: [{ role: 'user', content: 'hi' }] }, target: { model, fallbacks } }));
+  const shedCount = async () => Number(/^gw_shed_total\{where="upstream_inflight"\} (\d+)$/m.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0);
+
+  it('a candidate whose origin is full moves on to the next one; the replica is not shedding for it', async () => {
+    const held = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
+    await eventually(() => openai.received.length === 1, 'the slow call holds the openai origin');
+    const served = await execute('gpt-4o-mini', ['gemini-2.0-flash']);
+    assert.equal(served.status, 200, await served.clone().text());
+    assert.equal(((await served.json()) as { provider: string }).provider, 'genvendor');
+    assert.equal(openai.received.length, 1, 'nothing more went to the full origin');
+    assert.equal(await shedCount(), 0, 'no request was shed');
+    assert.equal((await fetch(`${gw.url}/readyz`)).status, 200, 'still ready: nothing was shed');
+    assert.equal((await held).status, 200);
+  });
+
+  it('with every candidate\'s origin full the answer is the dispatch-side shed, counted once', async () => {
+    const [openaiBefore, geminiBefore] = [openai.received.length, gemini.received.length];
+    const heldOpenai = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
+    const heldGemini = fetch(`${gw.url}/genvendor/v1beta/models/slow_1500:generateContent`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-goog-api-key': 'g-test' }, body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }) });
+    await eventually(() => openai.received.length === openaiBefore + 1 && gemini.received.length === geminiBefore + 1, 'both origins are held');
+    const shed = await execute('gpt-4o-mini', ['gemini-2.0-flash']);
+    assert.equal(shed.status, 503);
+    assert.equal(shed.headers.get('x-gw-error'), null);
+    assertRetryAfter(shed.headers.get('retry-after'));
+    assert.equal(((await shed.json()) as { error: { type: string } }).error.type, 'overloaded');
+    assert.equal(await shedCount(), 1);
+    assert.equal((await fetch(`${gw.url}/readyz`)).status, 503, 'a request was shed');
+    assert.equal((await heldOpenai).status, 200);
+    assert.equal((await heldGemini).status, 200);
+  });
+});
+
+describe('readiness while draining on SIGTERM', () => {
+  let fake: FakeOpenAI;
+  let gw: GatewayProcess;
+  before(async () => {
+    fake = await startFakeOpenAI();
+    gw = await spawnGateway({ GW_BOOTSTRAP: await bootstrapFile(bootstrap), GW_UPSTREAM_OPENAI: fake.origin, GW_SHUTDOWN_GRACE_S: '30' });
+  });
+  after(async () => {
+    await stopGateway(gw);
+    await fake.close();
+  });
+
+  it('a balancer still holding a connection is told 503 draining while the replica finishes what it holds; then it exits', async () => {
+    const conn = await keptAlive(gw.port);
+    try {
+      assert.equal(firstStatus(await conn.ask(requestHead('GET', '/readyz'))), 200);
+      const held = post(`http://127.0.0.1:${gw.port}/v1/chat/completions`, chat('slow_1500'));
+      await eventually(() => fake.received.length === 1, 'the slow call reached the vendor');
+      gw.child.kill('SIGTERM');
+      // the same connection, after the signal: the in-flight call holds the replica open
+      let answer = '';
+      await eventually(async () => firstStatus((answer = await conn.ask(requestHead('GET', '/readyz')))) === 503, 'readiness to turn false');
+      assert.deepEqual(JSON.parse(bodyOf(answer)), { status: 'draining' });
+      assert.equal((await held).status, 200, 'what was in flight is finished');
+    } finally {
+      conn.close();
+    }
+    assert.equal(await gw.exited, 0);
+  });
+});
+
+/** One kept-alive loopback connection asking one request at a time (a balancer's health checks). */
+async function keptAlive(port: number): Promise<{ ask(head: string): Promise<string>; close(): void }> {
+  const socket = connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  let text = '';
+  socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+  return {
+    async ask(head) {
+      text = '';
+      socket.write(head);
+      // a whole answer: its head and the Content-Length bytes after it
+      await eventually(() => {
+        const at = text.indexOf('\r\n\r\n');
+        return at !== -1 && text.length - at - 4 >= Number(headerOf(text, 'content-length') ?? 0);
+      }, 'a whole answer on the kept connection');
+      return text;
+    },
+    close: () => socket.destroy(),
+  };
+}

@@ -5,10 +5,14 @@ import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gatewa
 
 /**
  * Soak tier (npm run test:soak, before a release): sequential requests for
- * a baseline, then load held at the replica's dispatch capacity and at twice
- * that, with shedding; the admitted p99 (against the baseline's) and the shed
- * answers' times are reported, and RSS is sampled through the run. Bounded:
- * a fixed number of rounds, loopback only.
+ * a baseline, then load held at the replica's capacity and at twice that,
+ * with shedding: at dispatch (GW_UPSTREAM_MAX_INFLIGHT) and at the transport
+ * (GW_INGRESS_BUDGET). The admitted p99 (against the baseline's) and the shed
+ * answers' times are reported as the client saw them and as the gateway's
+ * access lines have them (accepted to answered: the client, the fake vendor
+ * and the gateway share this process, so the client's figures carry their
+ * queueing too); RSS is sampled through the run. Bounded: a fixed number of
+ * rounds, loopback only.
  */
 const CAPACITY = 32;
 const ROUNDS = 40;
@@ -19,22 +23,39 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? 0 : (s[Math.min(s.length - 1, Math.floor(s.length * p))] as number);
 };
+const spread = (xs: number[]) => `p50 ${pct(xs, 0.5).toFixed(2)} ms, p99 ${pct(xs, 0.99).toFixed(2)} ms`;
+
+/** the access lines' times (ms from accepted to answered) of what `gw` answered since log line `from`, admitted and shed */
+function atTheGateway(gw: TestGateway, from: number): { admitted: number[]; shed: number[] } {
+  const lines = gw.logs.slice(from).filter((l) => l.includes('"msg":"request"'));
+  const out = { admitted: [] as number[], shed: [] as number[] };
+  for (const l of lines) {
+    const { status, ms } = JSON.parse(l) as { status: number; ms: number };
+    (status === 503 ? out.shed : out.admitted).push(ms);
+  }
+  return out;
+}
 
 describe('load at capacity and at twice capacity (soak)', () => {
   let fake: FakeOpenAI;
-  let gw: TestGateway;
+  /** capacity: GW_UPSTREAM_MAX_INFLIGHT calls to the vendor (a dispatch-side shed past it) */
+  let dispatchBound: TestGateway;
+  /** capacity: GW_INGRESS_BUDGET, the bodies of CAPACITY requests (a transport shed past it) */
+  let ingressBound: TestGateway;
   const rss: number[] = [];
   before(async () => {
     fake = await startFakeOpenAI();
-    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_UPSTREAM_MAX_INFLIGHT: String(CAPACITY), GW_LOG_LEVEL: 'warn' } });
+    dispatchBound = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_UPSTREAM_MAX_INFLIGHT: String(CAPACITY) } });
+    ingressBound = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_INGRESS_BUDGET: String(CAPACITY * body.length) } });
   });
   after(async () => {
-    await gw.close();
+    await dispatchBound.close();
+    await ingressBound.close();
     await fake.close();
     process.stdout.write(`RSS series (MiB): ${rss.map((b) => Math.round(b / 2 ** 20)).join(' ')}\n`);
   });
 
-  const round = async (concurrency: number) => {
+  const round = async (gw: TestGateway, concurrency: number) => {
     const admitted: number[] = [];
     const shed: number[] = [];
     await Promise.all(
@@ -55,7 +76,7 @@ describe('load at capacity and at twice capacity (soak)', () => {
   it('unloaded: sequential requests, the baseline', async () => {
     const ms: number[] = [];
     for (let i = 0; i < ROUNDS * 4; i++) {
-      const r = await round(1);
+      const r = await round(dispatchBound, 1);
       ms.push(...r.admitted);
     }
     unloadedP99 = pct(ms, 0.99);
@@ -63,20 +84,30 @@ describe('load at capacity and at twice capacity (soak)', () => {
     assert.equal(ms.length, ROUNDS * 4);
   });
 
-  for (const [name, factor] of [['at capacity', 1], ['at twice capacity', 2]] as const) {
+  const phases = [
+    ['at capacity', 1, () => dispatchBound],
+    ['at twice the dispatch capacity', 2, () => dispatchBound],
+    ['at twice the ingress budget', 2, () => ingressBound],
+  ] as const;
+  for (const [name, factor, target] of phases) {
     it(`${name}: every request answered 200 or 503 overloaded`, async () => {
+      const gw = target();
+      const from = gw.logs.length;
       const admitted: number[] = [];
       const shed: number[] = [];
       for (let i = 0; i < ROUNDS; i++) {
-        const r = await round(CAPACITY * factor);
+        const r = await round(gw, CAPACITY * factor);
         admitted.push(...r.admitted);
         shed.push(...r.shed);
       }
       const p99 = pct(admitted, 0.99);
+      const gateway = atTheGateway(gw, from);
       process.stdout.write(
-        `${name}: ${admitted.length} admitted, p50 ${pct(admitted, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (${(p99 / unloadedP99).toFixed(2)}× unloaded); ${shed.length} shed, p50 ${pct(shed, 0.5).toFixed(2)} ms, p99 ${pct(shed, 0.99).toFixed(2)} ms\n`,
+        `${name}: ${admitted.length} admitted, p50 ${pct(admitted, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (${(p99 / unloadedP99).toFixed(2)}× unloaded); ${shed.length} shed, ${spread(shed)}; ` +
+          `at the gateway: admitted ${spread(gateway.admitted)}, shed ${spread(gateway.shed)}\n`,
       );
       assert.ok(admitted.length > 0);
+      assert.equal(gateway.shed.length, shed.length, 'every shed answer has its access line');
     });
   }
 });

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startFakeAnthropic } from '../fakes/anthropic.js';
 import type { FakeVendor } from '../fakes/server.js';
-import { bootstrapFile, oneTenant } from '../helpers/gateway.js';
+import { bootstrapFile, oneTenant, startTestGateway } from '../helpers/gateway.js';
 import { spawnGateway, stopGateway } from '../helpers/gateway-process.js';
+import { requestHead } from '../helpers/raw-http.js';
+import { eventually } from '../helpers/wait.js';
 
 /**
  * The memory one large translated request costs, measured on a gateway
@@ -147,4 +150,30 @@ describe('memory of one large translated request', () => {
       if (settings.outcome) assert.equal(res.headers.get(settings.outcome[0]), settings.outcome[1], JSON.stringify([...res.headers]));
     });
   }
+});
+
+describe('memory of bodies declared and not sent', () => {
+  it('a client that declares 32 MiB and sends nothing holds none of it: eight such requests pending add less than one body', async () => {
+    const { bootstrap: b, devKey: key } = oneTenant('declared');
+    const gw = await startTestGateway({ bootstrap: b });
+    const sockets: Socket[] = [];
+    try {
+      const DECLARED = 32 * 1024 * 1024;
+      const PENDING = 8;
+      const inflightBytes = async () => ((await (await fetch(`${gw.url}/healthz`)).json()) as { overload: { inflight_bytes: number } }).overload.inflight_bytes;
+      const before = process.memoryUsage().arrayBuffers;
+      for (let i = 0; i < PENDING; i++) {
+        const s = connect(gw.port, '127.0.0.1');
+        s.on('error', () => undefined);
+        s.write(requestHead('POST', '/v1/chat/completions', `x-gw-key: ${key}`, 'content-type: application/json', `content-length: ${DECLARED}`));
+        sockets.push(s);
+      }
+      await eventually(async () => (await inflightBytes()) === PENDING * DECLARED, 'every declared body counted in flight');
+      const grown = process.memoryUsage().arrayBuffers - before;
+      assert.ok(grown < DECLARED, `${PENDING} pending requests declaring ${DECLARED} bytes each hold ${grown} bytes of buffers`);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await gw.close();
+    }
+  });
 });

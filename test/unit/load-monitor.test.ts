@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LoadMonitor } from '../../src/telemetry/load-monitor.js';
+import { OriginFull, UpstreamInflight } from '../../src/upstream/inflight.js';
 
 /** A monitor on a clock the test moves: each `tick(late)` is one timer firing `late` ms after it was due. */
 function driven(opts: { stallShedShare?: number; ingressBudget?: number } = {}) {
@@ -75,9 +76,24 @@ describe('load monitor', () => {
     assert.equal(d.m.retryAfterS(), 9);
     for (let i = 0; i < 89; i++) d.m.leave(0);
     assert.equal(d.m.retryAfterS(), 1);
-    const err = d.m.shed('upstream_inflight', 'full', true);
-    assert.equal(err.type, 'overloaded');
-    assert.equal(err.carriesHeader, false, 'a dispatch-side shed carries no x-gw-error');
     assert.equal(d.m.shed('loop_stall', 'stalled').carriesHeader, true);
+  });
+
+  it('a full origin is a dispatch-side shed without x-gw-error, counted only once it is the answer', () => {
+    const shed: string[] = [];
+    const m = new LoadMonitor({ windowMs: 1000, stallShedShare: 0.5, countShed: (where) => shed.push(where) });
+    const origins = new UpstreamInflight(1, m);
+    assert.equal(origins.enter('http://a'), undefined);
+    const full = origins.enter('http://a');
+    assert.ok(full instanceof OriginFull);
+    assert.equal(full.type, 'overloaded');
+    assert.equal(full.carriesHeader, false, 'a dispatch-side shed carries no x-gw-error');
+    assert.equal(full.retryAfterS, 1);
+    assert.equal(origins.enter('http://b'), undefined, 'another origin has room');
+    assert.deepEqual([shed, m.shedding], [[], false], 'refused, yet no request was shed: another destination may take it');
+    origins.answered();
+    assert.deepEqual([shed, m.shedding], [['upstream_inflight'], true]);
+    origins.leave('http://a');
+    assert.equal(origins.enter('http://a'), undefined, 'room again once a call left');
   });
 });
