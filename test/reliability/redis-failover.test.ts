@@ -79,7 +79,8 @@ describe('Redis Cluster: a master killed under load', () => {
     return found;
   }
 
-  it('the replica is promoted; relays all answer, writes fail only as 504 during the failover and none answered 2xx is lost, the cap holds its bound, no answered row is missing', async () => {
+  // bounded: one run under heavy load from other work sat idle for 23 minutes before its kill (not reproduced); a failure names this test instead
+  it('the replica is promoted; relays all answer, writes fail only as 504 during the failover and none answered 2xx is lost, the cap holds its bound, no answered row is missing', { timeout: 5 * 60_000 }, async () => {
     const target = await cluster.masterOf(keys.docGeneration);
     const tenants = [...(await tenantsOn(target, 'on', 2)), ...(await tenantsOn(target, 'off', 2))];
     const capped = tenants[0] as string;
