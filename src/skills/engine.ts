@@ -239,7 +239,7 @@ export class SkillEngine {
       } else if (stage.arm === 'shadow' && stage.row.shadowBesideDispatch) later.push(stage);
       else inline.push(stage);
     }
-    // on a small body the shadow stages beside dispatch ride in the last inline stage's task: their work is
+    // on a small body the shadow stages beside dispatch ride at the end of the last task before dispatch: their work is
     // shorter than a round trip of their own; on a larger one it is not, and they start beside the upstream call
     const shadowCeiling = this.deps.settings.GW_SKILL_CEILING_SHADOW_MS;
     const riders = inline.length > 0 && shadowCeiling > 0 && (req.body.byteLength <= RIDE_MAX_BYTES || req.shadowInReply === true) ? later.splice(0) : [];
@@ -254,18 +254,15 @@ export class SkillEngine {
     // stage's ceiling bounds its own wait for a thread (one task's wait would all fall on its first stage's ceiling).
     // Their main-thread halves finish in table order, so a cache lookup sees the model the stages before it chose.
     for (const s of inline) r.open(s, s.arm === 'treatment');
-    const tasks: PlannedStage[][] = inline.length === 0 ? [] : req.body.byteLength <= RIDE_MAX_BYTES ? [[...inline]] : inline.map((s) => [s]);
-    tasks[tasks.length - 1]?.push(...riders);
+    const groups: PlannedStage[][] = inline.length === 0 ? [] : req.body.byteLength <= RIDE_MAX_BYTES ? [inline] : inline.map((s) => [s]);
     let ridden: Array<[PlannedStage, StageRun]> = [];
     let k = -1;
-    for (const task of tasks) {
+    for (const [g, group] of groups.entries()) {
+      const task = g === groups.length - 1 ? [...group, ...riders] : group;
       const runs = await this.runTask(task, r, body, false);
-      for (let j = 0; j < task.length; j++) {
-        const stage = task[j]!;
-        if (riders.includes(stage)) {
-          ridden = task.slice(j).map((f, i) => [f, runs[j + i]!]);
-          break;
-        }
+      if (task.length > group.length) ridden = riders.map((f, i) => [f, runs[group.length + i]!]);
+      for (let j = 0; j < group.length; j++) {
+        const stage = group[j]!;
         k++;
         const acting = stage.arm === 'treatment';
         const run = await r.finish(stage, runs[j]!, model);
