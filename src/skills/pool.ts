@@ -207,6 +207,12 @@ export class SkillPool {
       // (a follower whose ceiling is 0 misses at its start, in the thread, and needs no watching)
       const followerMs = followers.length === 0 ? Infinity : Math.max(5, Math.min(...followers.map((f) => f.ceilingMs)));
       const shortest = Math.min(ceilingMs, followerMs);
+      /** Runs for a task that failed at stage `i`: those before it finished, their results lost with it; those after it never ran. */
+      const byStage = (i: number, failed: StageRun, before: string, after: string): StageRun[] => {
+        const lost: StageRun = { outcome: 'error', detail: `its result was lost: a stage run after it on the same thread ${before}`, ms: elapsed(), lost: true };
+        const notRun: StageRun = { outcome: 'ceiling_exceeded', detail: `not run: the stage before it in its task ${after}`, ms: 0 };
+        return slots.map((_, k) => (k < i ? lost : k > i ? notRun : failed));
+      };
       /**
        * Watches the task's stages in turn, each against its own ceiling: the
        * task's own from when it was sent (its wait for a thread counts), a
@@ -230,12 +236,6 @@ export class SkillPool {
         backstop(slots[i]!);
       };
       timer = setTimeout(() => watch(0), shortest);
-      /** Runs for a task that failed at stage `i`: those before it finished, their results lost with it; those after it never ran. */
-      const byStage = (i: number, failed: StageRun, before: string, after: string): StageRun[] => {
-        const lost: StageRun = { outcome: 'error', detail: `its result was lost: a stage run after it on the same thread ${before}`, ms: elapsed(), lost: true };
-        const notRun: StageRun = { outcome: 'ceiling_exceeded', detail: `not run: the stage before it in its task ${after}`, ms: 0 };
-        return slots.map((_, k) => (k < i ? lost : k > i ? notRun : failed));
-      };
 
       const stageTask: StageTask = { ...task, deadlineAt, ...(followers.length > 0 && { followers: [...followers] }) };
       // a symbol-keyed member: the queue reads it, the structured clone to the thread leaves it out
