@@ -42,10 +42,10 @@ function fmix32(x: number): number {
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
-/** FNV-1a over UTF-16 code units, finalised */
-function hash32(s: string): number {
+/** FNV-1a over the UTF-16 code units of `s` from `from` to `to`, finalised */
+function hash32(s: string, from = 0, to = s.length): number {
   let h = FNV_OFFSET;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), FNV_PRIME);
+  for (let i = from; i < to; i++) h = Math.imul(h ^ s.charCodeAt(i), FNV_PRIME);
   return fmix32(h);
 }
 
@@ -103,11 +103,9 @@ function donorOf(bin: number, filled: Uint8Array): number {
 function trigramVector(words: readonly string[]): Float32Array {
   const v = new Float32Array(VECTOR_DIM);
   const text = ` ${words.join(' ')} `;
-  // hash32 of each 3-character window, without cutting the window out
+  // each 3-character window hashed in place, not cut out
   for (let i = 0; i + 3 <= text.length; i++) {
-    let f = FNV_OFFSET;
-    for (let k = i; k < i + 3; k++) f = Math.imul(f ^ text.charCodeAt(k), FNV_PRIME);
-    const h = fmix32(f);
+    const h = hash32(text, i, i + 3);
     const cell = h & (VECTOR_DIM - 1);
     v[cell] = (v[cell] as number) + (h & 0x100 ? 1 : -1);
   }
