@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { cacheKeysOf } from '../../src/skills/cache/index.js';
 import type { NearSignature, StageCacheKeys } from '../../src/skills/stage.js';
@@ -63,6 +64,21 @@ describe('near-duplicate signature and similarity', () => {
     for (const text of ['hi', 'hello there', 'one two three four']) {
       assert.ok(sig(text).minhash.every((v) => v !== 0xffffffff), `${text}: every position filled`);
       assert.deepEqual([...sig(text).minhash], [...sig(text).minhash]);
+    }
+  });
+
+  it('is the signature earlier builds stored, so their entries still match (short texts, where most positions borrow a value, included)', () => {
+    // digests of the MinHash positions and band keys as the build before the donor table computed them
+    const earlier: Record<string, string> = {
+      hi: '44ddac027f086b0d',
+      'Say hello.': '8150c7e0aebeda29',
+      'What is the weather in Paris today?': 'dd207f94609064b7',
+      'one two three four five six seven eight nine ten eleven twelve': '266b38dd1b41d2ff',
+    };
+    for (const [text, expected] of Object.entries(earlier)) {
+      const s = sig(text);
+      const got = createHash('sha256').update(`${[...s.minhash].join('.')}|${s.bands.join('.')}`).digest('hex').slice(0, 16);
+      assert.equal(got, expected, text);
     }
   });
 

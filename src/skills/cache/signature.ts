@@ -87,17 +87,53 @@ function minhash(words: readonly string[], expired: () => boolean): Uint32Array 
     if (filled[bin] === 0 || value < (out[bin] as number)) out[bin] = value;
     filled[bin] = 1;
   }
-  for (let bin = 0; bin < PERMUTATIONS; bin++) if (filled[bin] === 0) out[bin] = out[donorOf(bin, filled)] as number;
+  densify(out, filled);
   return out;
 }
 
-/** The filled bin an empty one borrows from: the first filled along the empty bin's own probe sequence (then, rarely, the next filled bin). */
-function donorOf(bin: number, filled: Uint8Array): number {
-  for (let attempt = 0; attempt < 4 * PERMUTATIONS; attempt++) {
-    const probe = fmix32(Math.imul(bin + 1, 0x9e3779b1) + attempt) & (PERMUTATIONS - 1);
-    if (filled[probe] === 1) return probe;
+/** probes of an empty bin's sequence before the fallback to the next filled bin */
+const PROBES = 4 * PERMUTATIONS;
+const NEVER_PROBED = 0xffff;
+
+/** the `attempt`th bin an empty bin probes for a donor */
+const probeOf = (bin: number, attempt: number): number => fmix32(Math.imul(bin + 1, 0x9e3779b1) + attempt) & (PERMUTATIONS - 1);
+
+/**
+ * FIRST_PROBE[bin * PERMUTATIONS + target]: the attempt at which `bin`'s probe
+ * sequence first reaches `target` (NEVER_PROBED if not within PROBES). The
+ * sequences are the same for every text, so an empty bin's donor, the filled
+ * bin its sequence reaches first, is the filled bin with the least entry here:
+ * a few table reads per filled bin instead of walking the sequence, which
+ * took ~PERMUTATIONS hashes per empty bin on a short text (one or two filled
+ * bins) and made a two-word prompt's signature cost more than a long one's.
+ */
+const FIRST_PROBE = (() => {
+  const table = new Uint16Array(PERMUTATIONS * PERMUTATIONS).fill(NEVER_PROBED);
+  for (let bin = 0; bin < PERMUTATIONS; bin++) {
+    for (let attempt = PROBES - 1; attempt >= 0; attempt--) table[bin * PERMUTATIONS + probeOf(bin, attempt)] = attempt;
   }
-  for (let step = 1; ; step++) if (filled[(bin + step) & (PERMUTATIONS - 1)] === 1) return (bin + step) & (PERMUTATIONS - 1);
+  return table;
+})();
+
+/** Fills each empty bin with the value of its donor: the first filled bin along its own probe sequence (then, rarely, the next filled bin). */
+function densify(out: Uint32Array, filled: Uint8Array): void {
+  const donors: number[] = [];
+  for (let bin = 0; bin < PERMUTATIONS; bin++) if (filled[bin] === 1) donors.push(bin);
+  if (donors.length === PERMUTATIONS) return;
+  for (let bin = 0; bin < PERMUTATIONS; bin++) {
+    if (filled[bin] === 1) continue;
+    let donor = -1;
+    let first = NEVER_PROBED;
+    for (const target of donors) {
+      const attempt = FIRST_PROBE[bin * PERMUTATIONS + target] as number;
+      if (attempt < first) {
+        first = attempt;
+        donor = target;
+      }
+    }
+    if (donor < 0) for (let step = 1; donor < 0; step++) if (filled[(bin + step) & (PERMUTATIONS - 1)] === 1) donor = (bin + step) & (PERMUTATIONS - 1);
+    out[bin] = out[donor] as number;
+  }
 }
 
 function trigramVector(words: readonly string[]): Float32Array {
