@@ -25,3 +25,16 @@ export async function inFreshNamespace(url: string, run: (prefix: string, admin:
     admin.disconnect();
   }
 }
+
+/** Whether a Redis answers at `url` within a second (the bench's Redis targets are left out otherwise). */
+export async function redisAnswers(url: string): Promise<boolean> {
+  const probe = new Redis(url, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  try {
+    await probe.connect();
+    return (await probe.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    probe.disconnect();
+  }
+}

@@ -149,7 +149,7 @@ export function budgetLines(rows: Row[]): string[] {
   }
   out.push(...skillBudgetLines(rows));
   const pools = rows.flatMap((r) => (r.pool ? [`- Skill pool under ${r.scenario.title} load (gateway): ${r.pool}`] : []));
-  return [...out, ...regressionLines(rows), ...skillsOffLines(rows), ...pools, ...streamLines(rows)];
+  return [...out, ...regressionLines(rows), ...skillsOffLines(rows), ...telemetryLines(rows), ...pools, ...streamLines(rows)];
 }
 
 /** The per-key skills' budget: a cache hit, all five in shadow, PII redaction on a large body. */
@@ -196,6 +196,28 @@ function skillsOffLines(rows: Row[]): string[] {
   });
 }
 
+/**
+ * What telemetry on Redis adds to a relayed request (budget ≤ 10 % of its
+ * CPU): the gateway on a Redis (the `redis` target) against the same gateway
+ * without one. The gateway on a Redis also keeps its configuration there and
+ * leases its rate-limit tokens from it, so the figure is an upper bound on
+ * telemetry's own share.
+ */
+function telemetryLines(rows: Row[]): string[] {
+  const on = find(rows, 'json', 'redis');
+  const off = find(rows, 'json', 'gateway');
+  if (!on || !off) return [];
+  const share = on.cpuMicrosPerReq / off.cpuMicrosPerReq - 1;
+  const ratio = perPassRatio(on, off);
+  const percent = (x: number) => `${x >= 0 ? '+' : ''}${f(x * 100, 1)} %`;
+  const single = on.singleMs - off.singleMs;
+  return [
+    `- Telemetry on Redis over off, small JSON (the gateway on a Redis against the gateway without one): ${f(on.cpuMicrosPerReq, 1)} µs CPU/req against ${f(off.cpuMicrosPerReq, 1)} ` +
+      `(${percent(share)}${ratio === undefined ? '' : `; per pass, median ${percent(ratio - 1)}`}; budget ≤ +10 %): ${(ratio ?? share + 1) - 1 <= 0.1 ? 'met' : '**missed**'}; ` +
+      `1-conn p50 ${single >= 0 ? '+' : ''}${f(single, 3)} ms`,
+  ];
+}
+
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;
@@ -203,12 +225,13 @@ const median = (xs: number[]): number => {
 };
 
 /**
- * The median over passes of skills-off's CPU per request divided by the
- * baseline's in the same pass (the two ran next to each other): one pass
+ * The median over passes of one target's CPU per request divided by
+ * another's in the same pass (skills-off's by a baseline's, the Redis
+ * gateway's by the gateway's; the two ran next to each other): one pass
  * slowed by other work on the box moves it less than the totals.
  */
-function perPassRatio(off: Row, base: Row): number | undefined {
-  const a = off.passCpu;
+function perPassRatio(row: Row, base: Row): number | undefined {
+  const a = row.passCpu;
   const b = base.passCpu;
   if (!a || !b || a.length !== b.length) return undefined;
   const ratios = a.flatMap((x, i) => (x > 0 && (b[i] as number) > 0 ? [x / (b[i] as number)] : []));

@@ -8,6 +8,7 @@ import { SCENARIOS, type Scenario } from './scenarios.js';
 import { singleConnections } from './single-connection.js';
 import { checkReply, load, requestBytes } from './load.js';
 import { poolLine, poolSnapshot } from './pool-metrics.js';
+import { inFreshNamespace, redisAnswers } from './bench-namespace.js';
 import { isBaseline, nginxVersion, startGatewayProcess, startNginx, startUpstream, type BaselineId, type Target } from './targets.js';
 
 /**
@@ -20,7 +21,8 @@ import { isBaseline, nginxVersion, startGatewayProcess, startNginx, startUpstrea
  * BENCH_LATENCY_REQUESTS  sequential requests for the single-connection median (default 1000)
  * BENCH_ONLY       comma list of scenarios (json, stream, body32k, messages-stream,
  *                  converse-stream, execute) and/or targets
- *                  (direct, gateway, skills-off, baseline1…, nginx) to run; a partial run does not touch the docs
+ *                  (direct, gateway, redis, skills-off, baseline1…, nginx) to run; a partial run does not touch the docs
+ * GW_TEST_REDIS_URL  the Redis of the `redis` target (default redis://127.0.0.1:6379; none reachable: the target is left out)
  * BENCH_FROM_SOURCE=1  run the gateway from src/ through tsx instead of dist/
  * BENCH_BASELINE   comma list of other checkouts whose builds are measured beside skills-off
  *                  as the targets baseline1, baseline2, …
@@ -31,7 +33,9 @@ const ROOT = resolve(import.meta.dirname, '..');
 const DOC = join(ROOT, 'docs/performance.md');
 const BASELINES = (process.env['BENCH_BASELINE'] ?? '').split(',').map((dir) => dir.trim()).filter(Boolean).map((dir) => resolve(dir));
 const baselineId = (i: number): BaselineId => `baseline${i + 1}`;
-const TARGET_IDS: Target['id'][] = ['direct', 'gateway', 'skills-off', ...BASELINES.map((_, i) => baselineId(i)), 'nginx'];
+const TARGET_IDS: Target['id'][] = ['direct', 'gateway', 'redis', 'skills-off', ...BASELINES.map((_, i) => baselineId(i)), 'nginx'];
+/** the Redis the `redis` target runs on (under a fresh key prefix, removed afterwards) */
+const REDIS_URL = process.env['GW_TEST_REDIS_URL'] || 'redis://127.0.0.1:6379';
 
 function numberEnv(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -118,7 +122,7 @@ function merged(all: LoadFigures[]): LoadFigures {
  * timings of those that passed, interleaved.
  */
 async function measure(scenario: Scenario, targets: Target[], failures: Failure[]): Promise<Row[]> {
-  const eligible = targets.filter((t) => !(t.id === 'skills-off' || isBaseline(t.id)) || scenario.skillsOff);
+  const eligible = targets.filter((t) => (t.id === 'skills-off' || isBaseline(t.id) ? scenario.skillsOff : t.id === 'redis' ? scenario.onRedis : true));
   const passes = new Map<Target, LoadFigures[]>();
   const failed = new Set<Target>();
   for (let pass = 0; pass < config.passes; pass++) {
@@ -165,6 +169,7 @@ const METHOD = `Method. One fake upstream (bench/fake-upstream.ts, native uWebSo
 (OpenAI chat completions, Messages SSE, ConverseStream's AWS event stream with valid CRCs) and serves all three targets:
 **direct** (the fake itself, on the vendor's paths), **gateway** (one replica, GW_WORKERS=1, built \`dist/\`, a bootstrapped org and developer key,
 a pass-through provider key, GW_UPSTREAM_OPENAI/MSGVENDOR/CLOUDY pointed at the fake, info logs written to a file, metrics and accounting on)
+**redis** (the same gateway on the Redis at GW_TEST_REDIS_URL or 127.0.0.1:6379, under a fresh key prefix removed afterwards: every row appended to Redis Streams, configuration and rate-limit leases there too; small JSON only, for what telemetry on Redis adds),
 **skills-off** (the same gateway started by bench/gateway-skills-off.mjs with an empty skills table: the request skeleton's own cost, without the guardrail stage every parsing request pays; on small JSON, the 2 KB chat body, the stream and the 32 KB body only) and **nginx** (one worker, an upstream keep-alive pool, \`proxy_buffering off\` as a streaming relay needs, the gateway's \`/msgvendor/\`
 and \`/cloudy/\` prefixes stripped as the gateway strips them, access log on with a 64 KB buffer).
 Every reply is checked once before a cell is measured (a stream's events in order; every event-stream frame decoded, both CRCs verified).
@@ -189,6 +194,15 @@ const SKELETON = '# Performance\n';
 
 async function main(): Promise<void> {
   const { scenarios, targets: wanted, partial } = selection();
+  if (!wanted.includes('redis') || !scenarios.some((s) => s.onRedis)) return measureAll(scenarios, wanted, partial, undefined);
+  if (!(await redisAnswers(REDIS_URL))) {
+    process.stdout.write(`no Redis answers at ${REDIS_URL}: the redis target is left out\n`);
+    return measureAll(scenarios, wanted.filter((t) => t !== 'redis'), partial, undefined);
+  }
+  await inFreshNamespace(REDIS_URL, (prefix) => measureAll(scenarios, wanted, partial, prefix));
+}
+
+async function measureAll(scenarios: Scenario[], wanted: Target['id'][], partial: boolean, redisPrefix: string | undefined): Promise<void> {
   const loadAtStart = loadavg();
   const place = placement();
   pinSelf(place.loadgen);
@@ -201,6 +215,7 @@ async function main(): Promise<void> {
     const upstream = await startUpstream(place.upstream);
     started.push(upstream);
     if (wanted.includes('gateway')) started.push(await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir, fromSource: config.fromSource }));
+    if (redisPrefix !== undefined) started.push(await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir, fromSource: config.fromSource, redis: { url: REDIS_URL, prefix: redisPrefix } }));
     if (wanted.includes('skills-off')) started.push(await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir, skillsOff: true }));
     for (const [i, dir] of BASELINES.entries()) {
       const id = baselineId(i);

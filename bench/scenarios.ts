@@ -25,6 +25,8 @@ export interface Scenario {
   problem(body: Buffer, target: Target['id']): string | undefined;
   /** also measured on the `skills-off` target: the request skeleton's own cost on the relay's budget scenarios and the 2 KB chat body (what the guardrail stage adds) */
   skillsOff?: true;
+  /** also measured on the `redis` target: what telemetry on Redis adds to a relayed request */
+  onRedis?: true;
 }
 
 export const pathFor = (target: Target['id'], scenario: Scenario): string => (target === 'direct' ? scenario.upstreamPath : target === 'nginx' && scenario.vendorCall ? scenario.vendorCall.path : scenario.path);
@@ -92,6 +94,7 @@ export const SCENARIOS: Scenario[] = [
   {
     id: 'json',
     skillsOff: true,
+    onRedis: true,
     title: 'small JSON',
     path: CHAT_PATH,
     upstreamPath: CHAT_PATH,

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, openSync, closeSync, writeFileSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { commandOutput, freePort, spawnPinned, waitForPort, type Spawned } from './procs.js';
@@ -7,7 +8,7 @@ export type BaselineId = `baseline${number}`;
 
 /** What autocannon and the single-connection client are pointed at. */
 export interface Target {
-  id: 'direct' | 'gateway' | 'skills-off' | BaselineId | 'nginx';
+  id: 'direct' | 'gateway' | 'redis' | 'skills-off' | BaselineId | 'nginx';
   title: string;
   port: number;
   /** the process whose CPU is charged to this target (nginx: its master, workers are added) */
@@ -50,13 +51,15 @@ export interface GatewayOptions {
   skillsOff?: boolean;
   /** a baseline target: another checkout's build (`<dir>/dist`), started as `skills-off` is */
   baseline?: { id: BaselineId; dir: string };
+  /** the `redis` target: the gateway as shipped on a Redis (telemetry rows on its streams), under this key prefix */
+  redis?: { url: string; prefix: string };
   /** further gateway settings of this bench (e.g. GW_INGRESS_BUDGET) */
   env?: NodeJS.ProcessEnv;
 }
 
 /** Is this target one of the gateway's (they are sent the gateway's paths and bodies)? */
 export const isBaseline = (id: Target['id']): id is BaselineId => id.startsWith('baseline');
-export const isGateway = (id: Target['id']): boolean => id === 'gateway' || id === 'skills-off' || isBaseline(id);
+export const isGateway = (id: Target['id']): boolean => id === 'gateway' || id === 'redis' || id === 'skills-off' || isBaseline(id);
 
 /** The gateway as production runs it: one replica, auth, accounting, metrics, info logs to a file. */
 export async function startGatewayProcess(cpu: string | undefined, opts: GatewayOptions): Promise<Target & { logFile: string; child: Spawned }> {
@@ -86,7 +89,7 @@ export async function startGatewayProcess(cpu: string | undefined, opts: Gateway
       },
     ]),
   );
-  const id = opts.baseline ? opts.baseline.id : opts.skillsOff ? 'skills-off' : 'gateway';
+  const id = opts.baseline ? opts.baseline.id : opts.skillsOff ? 'skills-off' : opts.redis ? 'redis' : 'gateway';
   const logFile = join(opts.workDir, `${id}.log`);
   const logFd = openSync(logFile, 'a');
   // a clean environment: no GW_ variable of the caller's shell leaks in (a Redis URL would change what is measured)
@@ -107,12 +110,19 @@ export async function startGatewayProcess(cpu: string | undefined, opts: Gateway
     GW_DEFAULT_RPS_CAP: '1000000000',
     // attribution runs: extra gateway settings, e.g. BENCH_GATEWAY_ENV='GW_GUARDRAILS_MODEL_MODE=off'
     ...extraGatewayEnv(process.env['BENCH_GATEWAY_ENV']),
+    ...(opts.redis && { GW_REDIS_URL: opts.redis.url, GW_REDIS_PREFIX: opts.redis.prefix, GW_SECRETS_KEY: randomBytes(32).toString('base64') }),
     ...opts.env,
   };
   const child = spawnPinned(cpu, process.execPath, [...(opts.nodeArgs ?? []), ...entry], { env, stdout: logFd, cwd: opts.workDir });
   closeSync(logFd);
   await listening(child, port);
-  const title = opts.baseline ? `through ${opts.baseline.dir}'s gateway, empty skills table` : opts.skillsOff ? 'through the gateway, empty skills table' : 'through the gateway';
+  const title = opts.baseline
+    ? `through ${opts.baseline.dir}'s gateway, empty skills table`
+    : opts.skillsOff
+      ? 'through the gateway, empty skills table'
+      : opts.redis
+        ? 'through the gateway on Redis (telemetry rows on Redis Streams)'
+        : 'through the gateway';
   return { id, title, port, pid: child.pid, logFile, child, stop: () => child.stop() };
 }
 
