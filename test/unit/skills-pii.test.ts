@@ -91,6 +91,17 @@ describe('pii recognizers', () => {
     assert.deepEqual(misses, []);
   });
 
+  test('overlapping candidates: the higher score wins, wherever in a long text they fall', () => {
+    // an IBAN holds a card-shaped run of digits; an API key is the local part of an email-shaped string
+    const unit = 'IBAN DE89 3704 0044 0532 0130 00 tel +49 89 1234 5678; key sk-proj-abcdefghijklmnopqrstuvwx@example.com. ';
+    const found = findPii(unit.repeat(40));
+    assert.deepEqual(
+      found.map((f) => f.kind),
+      Array.from({ length: 40 }, () => ['iban', 'phone', 'api_key']).flat(),
+    );
+    assert.ok(found.every((f, i) => i === 0 || (found[i - 1] as { end: number }).end <= f.start), 'disjoint, in text order');
+  });
+
   test('context words match whole words only', () => {
     // "cc" inside "accent", "card" inside "discarded": no context, so a bare Luhn number stays
     assert.deepEqual(findPii('accent discarded 4012888888881881'), []);
