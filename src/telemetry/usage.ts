@@ -35,12 +35,20 @@ export const dimensionNamed = (name: string): Dimension | undefined =>
 /** joins the dimension values of a rollup field */
 export const TUPLE_SEP = '\x1f';
 
-/** A row's values of every dimension, in DIMENSION_NAMES order, as one rollup field ('' for none). */
+/** a control character: a caller's label or model name may carry one, and TUPLE_SEP (and the append's separator) are such */
+const CONTROL = /[\x00-\x1f\x7f]/;
+const CONTROLS = /[\x00-\x1f\x7f]/g;
+const cellOf = (v: unknown): string => {
+  const s = String(v);
+  return CONTROL.test(s) ? s.replace(CONTROLS, '?') : s;
+};
+
+/** A row's values of every dimension, in DIMENSION_NAMES order, as one rollup field ('' for none; a control character as '?'). */
 export function dimensionTuple(row: RequestRow): string {
   let out = '';
   for (let i = 0; i < DIMENSION_NAMES.length; i++) {
     const v = row[USAGE_DIMENSIONS[DIMENSION_NAMES[i] as Dimension]];
-    out += (i === 0 ? '' : TUPLE_SEP) + (v === null ? '' : String(v));
+    out += (i === 0 ? '' : TUPLE_SEP) + (v === null ? '' : cellOf(v));
   }
   return out;
 }

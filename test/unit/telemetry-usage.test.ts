@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RetryDetector, bodyDigest } from '../../src/telemetry/retry.js';
 import { rollupReads, type RollupRead } from '../../src/telemetry/rollup-plan.js';
-import { bucketStart, UsageAggregator } from '../../src/telemetry/usage.js';
+import type { RequestRow } from '../../src/telemetry/row.js';
+import { bucketStart, DIMENSION_NAMES, dimensionTuple, TUPLE_SEP, UsageAggregator } from '../../src/telemetry/usage.js';
+import { usageRow } from '../helpers/usage-rows.js';
 
 const at = (iso: string) => Date.parse(iso);
 
@@ -102,5 +104,16 @@ describe('retry detection', () => {
     assert.equal(d.isRetry('k1', 'req_a', {}, body, 1_000), false);
     assert.equal(d.isRetry('k1', 'req_a', {}, body, 1_200), false, 'the second attempt of req_a');
     assert.equal(d.isRetry('k1', 'req_b', {}, body, 1_400), true, 'another request with the same body');
+  });
+});
+
+describe('a rollup field', () => {
+  it('keeps one value per dimension whatever control characters a caller\'s label or model carries', () => {
+    const row: RequestRow = { ...usageRow(1, Date.parse('2030-01-01T00:00:00Z')), team: `a${TUPLE_SEP}b`, model: 'gpt\x1e4o', use_case: 'x\ty' };
+    const values = dimensionTuple(row).split(TUPLE_SEP);
+    assert.equal(values.length, DIMENSION_NAMES.length);
+    assert.equal(values[DIMENSION_NAMES.indexOf('team')], 'a?b');
+    assert.equal(values[DIMENSION_NAMES.indexOf('model')], 'gpt?4o');
+    assert.equal(values[DIMENSION_NAMES.indexOf('feature')], 'x?y');
   });
 });
