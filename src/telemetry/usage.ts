@@ -36,11 +36,13 @@ export const dimensionNamed = (name: string): Dimension | undefined =>
 export const TUPLE_SEP = '\x1f';
 
 /** a control character: a caller's label or model name may carry one, and TUPLE_SEP (and the append's separator) are such */
-const CONTROL = /[\x00-\x1f\x7f]/;
-const CONTROLS = /[\x00-\x1f\x7f]/g;
+const isControl = (code: number): boolean => code < 0x20 || code === 0x7f;
 const cellOf = (v: unknown): string => {
   const s = String(v);
-  return CONTROL.test(s) ? s.replace(CONTROLS, '?') : s;
+  for (let i = 0; i < s.length; i++) {
+    if (isControl(s.charCodeAt(i))) return Array.from(s, (ch) => (isControl(ch.charCodeAt(0)) ? '?' : ch)).join('');
+  }
+  return s;
 };
 
 /** A row's values of every dimension, in DIMENSION_NAMES order, as one rollup field ('' for none; a control character as '?'). */
