@@ -8,8 +8,9 @@
 -- day, 7 and 8 the projection markers of the hour and day.
 -- ARGV: 1 retention ms, 2 how long a row id is remembered past its hour (ms),
 -- 3 how long a minute rollup is kept past its minute (ms), 4..6 the end (ms) of
--- the minute, hour and day; then per row: uid, request_id, dimension tuple,
--- cost (nano-USD), tokens in, tokens out, cache hits, the row, the decision record.
+-- the minute, hour and day, 7 the rows: per row uid, request_id, dimension tuple,
+-- "cost(nano-USD) tokens_in tokens_out cache_hits", the row, the decision record,
+-- every field followed by a \30 (record separator) but the last.
 -- A rollup field is a dimension tuple; its value "requests cost tokens_in tokens_out cache_hits".
 -- Returns the number of rows appended.
 local t = redis.call('TIME')
@@ -27,11 +28,20 @@ end
 local cells = {}
 local order = {}
 local added = 0
-for a = 7, #ARGV, 9 do
-  if redis.call('SADD', KEYS[2], ARGV[a]) == 1 then
-    local id = redis.call('XADD', KEYS[1], 'MINID', '~', minid, '*', 'row', ARGV[a + 7], 'decision', ARGV[a + 8])
-    redis.call('HSET', KEYS[3], ARGV[a + 1], id)
-    local tuple = ARGV[a + 2]
+local rows = ARGV[7]
+local pos = 1
+-- the next field of the rows, up to its separator or the end
+local function field()
+  local stop = string.find(rows, '\30', pos, true) or (#rows + 1)
+  local f = string.sub(rows, pos, stop - 1)
+  pos = stop + 1
+  return f
+end
+while pos <= #rows do
+  local uid, requestId, tuple, counts, row, decision = field(), field(), field(), field(), field(), field()
+  if redis.call('SADD', KEYS[2], uid) == 1 then
+    local id = redis.call('XADD', KEYS[1], 'MINID', '~', minid, '*', 'row', row, 'decision', decision)
+    redis.call('HSET', KEYS[3], requestId, id)
     local c = cells[tuple]
     if not c then
       c = { 0, 0, 0, 0, 0 }
@@ -39,8 +49,10 @@ for a = 7, #ARGV, 9 do
       order[#order + 1] = tuple
     end
     c[1] = c[1] + 1
-    for i = 2, 5 do
-      c[i] = c[i] + tonumber(ARGV[a + i + 1])
+    local i = 2
+    for v in string.gmatch(counts, '%S+') do
+      c[i] = c[i] + tonumber(v)
+      i = i + 1
     end
     added = added + 1
   end
