@@ -237,11 +237,16 @@ export class Pipeline {
   private account(ex: Exchange): void {
     ex.at = 'accounting';
     // a full origin is a shed only when it is the answer, not when another destination or candidate took the call
-    if (!ex.heldBack && ex.outcome?.error instanceof OriginFull) this.deps.inflight.answered();
+    const shed = !ex.heldBack && ex.outcome?.error instanceof OriginFull ? ex.outcome.error : undefined;
+    if (shed) this.deps.inflight.answered();
     try {
-      accountFor(this.accounting, ex);
+      // nothing went upstream: dispatch refused the call, and its row says so (a refusal at dispatch, no upstream status)
+      if (shed) accountRefusalFor(this.accounting, ex, 'dispatch', shed);
+      else accountFor(this.accounting, ex);
     } catch (err) {
       ex.req.log.error({ err }, 'accounting failed; the reply was sent');
     }
+    // accountFor settles on the call's cost; a refusal spent nothing
+    if (shed) ex.settle(0);
   }
 }

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
+import { call } from '../helpers/api.js';
 import { bootstrapFile, oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { spawnGateway, stopGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { bodyOf, firstStatus, headerOf, rawExchange, requestHead } from '../helpers/raw-http.js';
@@ -197,7 +199,8 @@ describe('dispatch-side shedding waits for every destination to be full', () => 
   before(async () => {
     openai = await startFakeOpenAI();
     gemini = await startFakeGemini();
-    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: openai.origin, GW_UPSTREAM_GENVENDOR: gemini.origin, GW_UPSTREAM_MAX_INFLIGHT: '1' } });
+    // with Redis: the decision records are read back
+    gw = await startTestGateway({ bootstrap, redis: true, env: { GW_UPSTREAM_OPENAI: openai.origin, GW_UPSTREAM_GENVENDOR: gemini.origin, GW_UPSTREAM_MAX_INFLIGHT: '1' } });
   });
   after(async () => {
     await gw.close();
@@ -205,8 +208,17 @@ describe('dispatch-side shedding waits for every destination to be full', () => 
     await gemini.close();
   });
 
-  const execute = (model: string, fallbacks: string[]) => post(`${gw.url}/v1/execute`, JSON.stringify({ input: { messages: [{ role: 'user', content: 'hi' }] }, target: { model, fallbacks } }));
+  const execute = (model: string, fallbacks: string[], id = randomUUID()) =>
+    post(`${gw.url}/v1/execute`, JSON.stringify({ input: { messages: [{ role: 'user', content: 'hi' }] }, target: { model, fallbacks } }), { 'x-request-id': id });
   const shedCount = async () => Number(/^gw_shed_total\{where="upstream_inflight"\} (\d+)$/m.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0);
+  /** the decision record of request `id`, once its row is stored */
+  const decisionOf = async (id: string) => {
+    let found: Awaited<ReturnType<typeof call>> | undefined;
+    await eventually(async () => (found = await call(gw, `/api/v1/tenant/request/${id}`, { key: devKey })).status === 200, `the row of ${id}`);
+    return found?.json['decision'] as { refusal: unknown; skills: unknown[] };
+  };
+  const holdGemini = () =>
+    fetch(`${gw.url}/genvendor/v1beta/models/slow_1500:generateContent`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-goog-api-key': 'g-test' }, body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }) });
 
   it('a candidate whose origin is full moves on to the next one; the replica is not shedding for it', async () => {
     const held = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
@@ -223,7 +235,7 @@ describe('dispatch-side shedding waits for every destination to be full', () => 
   it('with every candidate\'s origin full the answer is the dispatch-side shed, counted once', async () => {
     const [openaiBefore, geminiBefore] = [openai.received.length, gemini.received.length];
     const heldOpenai = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
-    const heldGemini = fetch(`${gw.url}/genvendor/v1beta/models/slow_1500:generateContent`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-goog-api-key': 'g-test' }, body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }) });
+    const heldGemini = holdGemini();
     await eventually(() => openai.received.length === openaiBefore + 1 && gemini.received.length === geminiBefore + 1, 'both origins are held');
     const shed = await execute('gpt-4o-mini', ['gemini-2.0-flash']);
     assert.equal(shed.status, 503);
@@ -233,6 +245,24 @@ describe('dispatch-side shedding waits for every destination to be full', () => 
     assert.equal(await shedCount(), 1);
     assert.equal((await fetch(`${gw.url}/readyz`)).status, 503, 'a request was shed');
     assert.equal((await heldOpenai).status, 200);
+    assert.equal((await heldGemini).status, 200);
+  });
+
+  it('a destination that fills only by the time the call reaches it is shed at dispatch: counted, and recorded as dispatch\'s refusal', async () => {
+    const [sheds, geminiBefore] = [await shedCount(), gemini.received.length];
+    const heldGemini = holdGemini();
+    await eventually(() => gemini.received.length === geminiBefore + 1, 'the gemini origin is held');
+    // openai has room; it answers 500 and the fallback goes to the full gemini origin
+    const id = randomUUID();
+    const shed = await execute('error_500', ['gemini-2.0-flash'], id);
+    assert.equal(shed.status, 503, await shed.clone().text());
+    assert.equal(shed.headers.get('x-gw-error'), null);
+    assertRetryAfter(shed.headers.get('retry-after'));
+    assert.equal(((await shed.json()) as { error: { type: string } }).error.type, 'overloaded');
+    assert.equal(await shedCount(), sheds + 1);
+    const decision = await decisionOf(id);
+    assert.deepEqual(decision.refusal, { stage: 'dispatch', type: 'overloaded' });
+    assert.notDeepEqual(decision.skills, [], 'the skills ran: it was shed at dispatch');
     assert.equal((await heldGemini).status, 200);
   });
 });
