@@ -23,6 +23,9 @@ const chat = (model: string, pad = 0) => JSON.stringify({ model, messages: [{ ro
 const post = (url: string, body: string, headers: Record<string, string> = {}) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-gw-provider-key': 'sk-test', ...headers }, body });
 
+/** the skill stages' headers on an answer: none when the request was shed before the skills stage (no pool task ran for it) */
+const skillHeaders = (r: Response) => [...r.headers.keys()].filter((h) => h.startsWith('x-gw-skill-'));
+
 function assertRetryAfter(value: string | null | undefined) {
   const n = Number(value);
   assert.ok(Number.isInteger(n) && n >= 1 && n <= 30, `Retry-After ${value} is a whole number of seconds from 1 to 30`);
@@ -183,6 +186,7 @@ describe('engine-entry and dispatch-side shedding', () => {
     const shed = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o'));
     assert.equal(shed.status, 503);
     assert.equal(shed.headers.get('x-gw-error'), null, 'a dispatch-side shed summarizes the upstream: no x-gw-error');
+    assert.deepEqual(skillHeaders(shed), [], 'shed before the skills stage: no skill ran for it');
     assertRetryAfter(shed.headers.get('retry-after'));
     assert.equal(((await shed.json()) as { error: { type: string } }).error.type, 'overloaded');
     assert.equal((await held).status, 200);
@@ -192,7 +196,7 @@ describe('engine-entry and dispatch-side shedding', () => {
   });
 });
 
-describe('dispatch-side shedding waits for every destination to be full', () => {
+describe('dispatch-side shedding waits for every destination to be full; checked before the skills, and at dispatch', () => {
   let openai: FakeOpenAI;
   let gemini: FakeVendor;
   let gw: TestGateway;
@@ -220,30 +224,36 @@ describe('dispatch-side shedding waits for every destination to be full', () => 
   const holdGemini = () =>
     fetch(`${gw.url}/genvendor/v1beta/models/slow_1500:generateContent`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-goog-api-key': 'g-test' }, body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }) });
 
-  it('a candidate whose origin is full moves on to the next one; the replica is not shedding for it', async () => {
+  it('a candidate whose origin is full moves on to the next one, past the skills; the replica is not shedding for it', async () => {
     const held = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
     await eventually(() => openai.received.length === 1, 'the slow call holds the openai origin');
     const served = await execute('gpt-4o-mini', ['gemini-2.0-flash']);
     assert.equal(served.status, 200, await served.clone().text());
     assert.equal(((await served.json()) as { provider: string }).provider, 'genvendor');
+    assert.notDeepEqual(skillHeaders(served), [], 'a free fallback: not shed before the skills, which ran');
     assert.equal(openai.received.length, 1, 'nothing more went to the full origin');
     assert.equal(await shedCount(), 0, 'no request was shed');
     assert.equal((await fetch(`${gw.url}/readyz`)).status, 200, 'still ready: nothing was shed');
     assert.equal((await held).status, 200);
   });
 
-  it('with every candidate\'s origin full the answer is the dispatch-side shed, counted once', async () => {
+  it('with every candidate\'s origin full on arrival the answer is the dispatch-side shed, before the skills, counted once and recorded at dispatch', async () => {
     const [openaiBefore, geminiBefore] = [openai.received.length, gemini.received.length];
     const heldOpenai = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
     const heldGemini = holdGemini();
     await eventually(() => openai.received.length === openaiBefore + 1 && gemini.received.length === geminiBefore + 1, 'both origins are held');
-    const shed = await execute('gpt-4o-mini', ['gemini-2.0-flash']);
+    const id = randomUUID();
+    const shed = await execute('gpt-4o-mini', ['gemini-2.0-flash'], id);
     assert.equal(shed.status, 503);
     assert.equal(shed.headers.get('x-gw-error'), null);
     assertRetryAfter(shed.headers.get('retry-after'));
     assert.equal(((await shed.json()) as { error: { type: string } }).error.type, 'overloaded');
+    assert.deepEqual(skillHeaders(shed), [], 'no skill ran for it');
     assert.equal(await shedCount(), 1);
     assert.equal((await fetch(`${gw.url}/readyz`)).status, 503, 'a request was shed');
+    const decision = await decisionOf(id);
+    assert.deepEqual(decision.refusal, { stage: 'dispatch', type: 'overloaded' });
+    assert.deepEqual(decision.skills, [], 'the record says no skill ran');
     assert.equal((await heldOpenai).status, 200);
     assert.equal((await heldGemini).status, 200);
   });
@@ -252,7 +262,7 @@ describe('dispatch-side shedding waits for every destination to be full', () => 
     const [sheds, geminiBefore] = [await shedCount(), gemini.received.length];
     const heldGemini = holdGemini();
     await eventually(() => gemini.received.length === geminiBefore + 1, 'the gemini origin is held');
-    // openai has room; it answers 500 and the fallback goes to the full gemini origin
+    // openai has room, so the check before the skills lets the call go (dispatch stays the authority); openai answers 500 and the fallback goes to the full gemini origin
     const id = randomUUID();
     const shed = await execute('error_500', ['gemini-2.0-flash'], id);
     assert.equal(shed.status, 503, await shed.clone().text());
