@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors.js';
 import type { HeaderList } from '../http/types.js';
-import type { DestinationRouter, RefusedByServer, RoutedCall } from '../pipeline/types.js';
+import type { DestinationRouter, DestinationSlot, RefusedByServer, RoutedCall } from '../pipeline/types.js';
 import type { CatalogModel } from '../providers/catalog.js';
 import { loadedAdapters, loraRequests } from '../providers/selfhosted.js';
 import type { ProviderCredential } from '../providers/types.js';
@@ -110,6 +110,13 @@ export class Destinations implements DestinationRouter {
   /** what a destination holds now, least recently used first (for tests and diagnostics) */
   loadedAdapters(destinationId: string): string[] {
     return this.all.find((d) => d.id === destinationId)?.slots.loadedNames() ?? [];
+  }
+
+  slots(model: string | undefined): DestinationSlot[] | undefined {
+    if (model === undefined) return undefined;
+    const holding = this.all.filter((d) => d.holds(model));
+    if (holding.length === 0 || holding.some((d) => d.slots.has(model))) return undefined;
+    return holding.map((d) => ({ origin: d.entry.origin, atLimit: d.inflight >= d.maxInflight }));
   }
 
   async route(model: string | undefined, tried: ReadonlySet<string> = NONE_TRIED): Promise<RoutedCall | RefusedByServer | undefined> {

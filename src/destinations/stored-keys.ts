@@ -64,12 +64,15 @@ export class StoredKeyDestinations {
     return this.inflight.get(`${org}:${id}`) ?? 0;
   }
 
+  /** whether the key is at its max_inflight on this replica: a call skips it */
+  atLimit(org: string, d: StoredDestination): boolean {
+    return d.maxInflight !== undefined && this.inflightOf(org, d.id) >= d.maxInflight;
+  }
+
   /** takes a slot of the key, or false when it is at its limit */
   enter(org: string, d: StoredDestination): boolean {
-    const key = `${org}:${d.id}`;
-    const n = this.inflight.get(key) ?? 0;
-    if (d.maxInflight !== undefined && n >= d.maxInflight) return false;
-    this.inflight.set(key, n + 1);
+    if (this.atLimit(org, d)) return false;
+    this.inflight.set(`${org}:${d.id}`, this.inflightOf(org, d.id) + 1);
     return true;
   }
 

@@ -10,6 +10,7 @@ import type { OriginHealth } from '../upstream/health.js';
 import { OriginFull, type UpstreamInflight } from '../upstream/inflight.js';
 import { Exchange } from './exchange.js';
 import type { RelayDeps, RelayLimits } from './relay.js';
+import { roomStage } from './room.js';
 import { runStages } from './runner.js';
 import { accountFor, accountRefusalFor, authenticateStage, dispatch, dispatchStage, planStage, PolicyList, sendAnswer, skillsStage, tryCandidate, type AccountingDeps, type DispatchDeps, type StoredKeyDispatch } from './stages.js';
 import { NO_SKILLS, type DestinationRouter, type Fallback, type PolicyStage, type RouteRow, type RowSink, type SkillsStage, type Stage, type Verdict } from './types.js';
@@ -50,8 +51,10 @@ const FAILS_OPEN = new Set(['admission', 'skills', 'metering']);
 /**
  * The request skeleton, one for every surface: authenticate → plan →
  * admission → skills → metering → dispatch, run by one runner, then
- * accounting. A route row names its surface and its planner; the pipeline
- * does the rest. It knows no uWS and no undici types.
+ * accounting; dispatch's in-flight rule is also checked before the skills
+ * (room.ts), so a request dispatch would shed is shed before it costs a
+ * skill pool task. A route row names its surface and its planner; the
+ * pipeline does the rest. It knows no uWS and no undici types.
  *
  * Errors come from the edge (authentication, the plan's validation, the
  * tenant's policy) or from the provider. A fault of the gateway's own stages
@@ -84,6 +87,7 @@ export class Pipeline {
       authenticateStage(deps.directory),
       planStage(deps.providers),
       new PolicyList('admission', deps.admission, 'policy_'),
+      roomStage(this.dispatchDeps),
       skillsStage(deps.skills ?? NO_SKILLS, { providers: deps.providers, candidateChecks: deps.admission.filter((p) => p.candidate) }),
       this.metering,
       dispatchStage(this.dispatchDeps),
@@ -237,11 +241,16 @@ export class Pipeline {
   private account(ex: Exchange): void {
     ex.at = 'accounting';
     // a full origin is a shed only when it is the answer, not when another destination or candidate took the call
-    if (!ex.heldBack && ex.outcome?.error instanceof OriginFull) this.deps.inflight.answered();
+    const shed = !ex.heldBack && ex.outcome?.error instanceof OriginFull ? ex.outcome.error : undefined;
+    if (shed) this.deps.inflight.answered();
     try {
-      accountFor(this.accounting, ex);
+      // nothing went upstream: dispatch refused the call, and its row says so (a refusal at dispatch, no upstream status)
+      if (shed) accountRefusalFor(this.accounting, ex, 'dispatch', shed);
+      else accountFor(this.accounting, ex);
     } catch (err) {
       ex.req.log.error({ err }, 'accounting failed; the reply was sent');
     }
+    // accountFor settles on the call's cost; a refusal spent nothing
+    if (shed) ex.settle(0);
   }
 }

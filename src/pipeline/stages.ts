@@ -64,7 +64,7 @@ export function tryCandidate(ex: Exchange, plan: Plan): void {
 
 const callOf = (ex: Exchange, caller: NonNullable<Exchange['caller']>, c: Candidate): Call => ({ ...candidateCallOf(ex, caller, c), body: c.body });
 
-const candidateCallOf = (ex: Exchange, caller: NonNullable<Exchange['caller']>, c: Fallback | Candidate): CandidateCall => ({ org: caller.org, key: caller.key, provider: c.provider, model: c.model, location: c.location, acceptedAt: ex.req.stages.startedAt });
+export const candidateCallOf = (ex: Exchange, caller: NonNullable<Exchange['caller']>, c: Fallback | Candidate): CandidateCall => ({ org: caller.org, key: caller.key, provider: c.provider, model: c.model, location: c.location, acceptedAt: ex.req.stages.startedAt });
 
 /**
  * A list of policy stages run in order (admission: dedicated tenant,
@@ -208,6 +208,8 @@ export interface DispatchDeps {
 /** Picks among an org's several stored keys of a provider (src/destinations/stored-keys.ts). */
 export interface StoredKeyDispatch {
   picker(org: string, provider: ProviderId, keys: readonly StoredDestination[], place: PlaceKey): DestinationPicker | Promise<DestinationPicker>;
+  /** whether a key is at its max_inflight now (the picker skips it) */
+  atLimit(org: string, key: StoredDestination): boolean;
 }
 
 export const SERVED_BY_PIPELINE: HeaderList = [['x-gw-served-by', 'pipeline']];
@@ -251,8 +253,8 @@ export async function dispatch(deps: DispatchDeps, ex: Exchange, servedBy: Heade
   return undefined;
 }
 
-/** where one of several stored keys sends the call: resolved and checked, or the residency refusal that passes the key over */
-function placed(deps: DispatchDeps, call: Call, stored: Location): Location | GatewayError {
+/** where a stored key sends the call: resolved and checked, or the residency refusal that passes the key over */
+export function placed(deps: DispatchDeps, call: CandidateCall, stored: Location): Location | GatewayError {
   const location = deps.providers.locate(call.provider, stored, call.location);
   try {
     for (const policy of deps.located) policy.located?.(call, location);

@@ -30,7 +30,7 @@ export interface Call {
 /** What admission judges a further candidate by: its call without the bytes. */
 export type CandidateCall = Omit<Call, 'body'>;
 
-/** The named stages, in the order one runner runs them for every surface. */
+/** The named stages, in the order one runner runs them for every surface (dispatch's in-flight check also runs, under its name, before the skills: room.ts). */
 export const STAGE_NAMES = ['authenticate', 'plan', 'admission', 'skills', 'metering', 'dispatch', 'accounting'] as const;
 export type StageName = (typeof STAGE_NAMES)[number];
 
@@ -95,7 +95,7 @@ export interface PolicyStage {
   readonly name: string;
   admit(call: Call): Promise<Admission> | Admission;
   /** re-checks once the upstream location is resolved (a stored key's region): throws to refuse */
-  located?(call: Call, location: Location): void;
+  located?(call: CandidateCall, location: Location): void;
   /**
    * Checks a further candidate of an admitted call (a fallback model the
    * route may try instead): throws to refuse; takes no token and reserves
@@ -265,6 +265,19 @@ export interface DestinationPicker {
  */
 export interface DestinationRouter {
   route(model: string | undefined, tried?: ReadonlySet<string>): Promise<RoutedCall | RefusedByServer | undefined>;
+  /**
+   * The servers a call for `model` would be walked over, as they are now
+   * (the check before the skills, src/pipeline/room.ts); undefined where
+   * route() decides by more than calls in flight (an adapter, whose load
+   * may find no room) or refuses (no server holds the model).
+   */
+  slots(model: string | undefined): DestinationSlot[] | undefined;
+}
+
+/** One server a call could go to: its origin, and whether it is at its own max_inflight (route() skips it). */
+export interface DestinationSlot {
+  origin: string;
+  atLimit: boolean;
 }
 
 /** What a route's planner is given. */

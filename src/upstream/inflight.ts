@@ -13,6 +13,8 @@ export class OriginFull extends GatewayError {}
 /** Requests in flight per upstream origin (GW_UPSTREAM_MAX_INFLIGHT). */
 export class UpstreamInflight {
   private readonly counts = new Map<string, number>();
+  /** origins at the limit now: while none is, no call can be shed here, and the check before the skills costs one read */
+  private fullOrigins = 0;
 
   constructor(
     private readonly limit: number,
@@ -22,11 +24,25 @@ export class UpstreamInflight {
   /** undefined when the call may go (and must leave() once its reply ended), else the refusal; not a shed until answered() */
   enter(origin: string): OriginFull | undefined {
     const n = this.counts.get(origin) ?? 0;
-    if (n >= this.limit) {
-      return withoutStack(() => new OriginFull('overloaded', `every destination of this call is at its limit of ${this.limit} requests in flight`, { retryAfterS: this.monitor.retryAfterS(), summary: true }));
-    }
+    if (n >= this.limit) return this.refusal();
     this.counts.set(origin, n + 1);
+    if (n + 1 === this.limit) this.fullOrigins++;
     return undefined;
+  }
+
+  /** whether any origin is at the limit */
+  get anyFull(): boolean {
+    return this.fullOrigins > 0;
+  }
+
+  /** whether a call to `origin` would be refused now */
+  full(origin: string): boolean {
+    return (this.counts.get(origin) ?? 0) >= this.limit;
+  }
+
+  /** the answer of a call none of whose destinations has room */
+  refusal(): OriginFull {
+    return withoutStack(() => new OriginFull('overloaded', `every destination of this call is at its limit of ${this.limit} requests in flight`, { retryAfterS: this.monitor.retryAfterS(), summary: true }));
   }
 
   /** the refusal was the call's answer (no other destination or candidate took it): counted as a shed */
@@ -35,8 +51,10 @@ export class UpstreamInflight {
   }
 
   leave(origin: string): void {
-    const n = (this.counts.get(origin) ?? 1) - 1;
-    if (n <= 0) this.counts.delete(origin);
-    else this.counts.set(origin, n);
+    const n = this.counts.get(origin);
+    if (n === undefined) return;
+    if (n === this.limit) this.fullOrigins--;
+    if (n === 1) this.counts.delete(origin);
+    else this.counts.set(origin, n - 1);
   }
 }

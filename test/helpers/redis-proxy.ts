@@ -11,8 +11,14 @@ export interface RedisProxy {
    * transit, not lost, and reaches Redis on resume
    */
   hangOnCommand(...names: string[]): void;
+  /** as hangOnCommand, from the first command whose bytes carry `text` (an argument only one command sends) */
+  hangOnText(text: string): void;
+  /** whether commands are held in transit now */
+  holding(): boolean;
   /** passes held commands on, in order, and everything after */
   resume(): void;
+  /** resets every connection (as a partition ending in a reset: what was held in transit is lost) and passes everything from then on */
+  cut(): void;
   close(): Promise<void>;
 }
 
@@ -23,14 +29,14 @@ export async function startRedisProxy(): Promise<RedisProxy> {
   const port = Number(target.port || 6379);
   const host = target.hostname;
   let hanging = false;
-  let trigger: RegExp | undefined;
+  let trigger: ((chunk: string) => boolean) | undefined;
   const held: Array<() => void> = [];
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
     const upstream = new Socket().connect(port, host);
     sockets.add(client).add(upstream);
     client.on('data', (chunk: Buffer) => {
-      if (!hanging && trigger?.test(chunk.toString('latin1'))) hanging = true;
+      if (!hanging && trigger?.(chunk.toString('latin1'))) hanging = true;
       if (hanging) held.push(() => upstream.write(chunk));
       else upstream.write(chunk);
     });
@@ -48,12 +54,24 @@ export async function startRedisProxy(): Promise<RedisProxy> {
     hang: () => (hanging = true),
     hangOnCommand(...names: string[]) {
       // a command is a RESP array whose first bulk string is its name
-      trigger = new RegExp(`\\*\\d+\r\n\\$\\d+\r\n(?:${names.join('|')})\r\n`, 'i');
+      const command = new RegExp(`\\*\\d+\r\n\\$\\d+\r\n(?:${names.join('|')})\r\n`, 'i');
+      trigger = (chunk) => command.test(chunk);
     },
+    hangOnText(text: string) {
+      trigger = (chunk) => chunk.includes(text);
+    },
+    holding: () => held.length > 0,
     resume() {
       hanging = false;
       trigger = undefined;
       for (const send of held.splice(0)) send();
+    },
+    cut() {
+      hanging = false;
+      trigger = undefined;
+      held.length = 0;
+      for (const s of sockets) s.destroy();
+      sockets.clear();
     },
     close: () =>
       new Promise<void>((r) => {

@@ -67,7 +67,7 @@ function breakStream(res: ServerResponse, model: string): void {
   res.write(`data: ${JSON.stringify(chunk)}\n\n`, () => res.destroy());
 }
 
-const ORGS = ['m429', 'm500', 'mbreak', 'mlimit', 'mlast', 'mapi', 'mrefused', 'mshared', 'mhint_s', 'mhint_ms', 'mhint_date', 'mhint_cap'] as const;
+const ORGS = ['m429', 'm500', 'mbreak', 'mlimit', 'mlast', 'mapi', 'mrefused', 'mshared', 'mhint_s', 'mhint_ms', 'mhint_date', 'mhint_cap', 'mfull'] as const;
 type Org = (typeof ORGS)[number];
 const KEY: Record<Org, string> = Object.fromEntries(ORGS.map((o) => [o, devKeySecret(`merit-${o}`)])) as Record<Org, string>;
 const BOOT: Bootstrap = { orgs: ORGS.map((org_id) => ({ org_id, rps_cap: 1000 })), dev_keys: ORGS.map((org_id) => ({ org_id, api_key: KEY[org_id] })) };
@@ -83,6 +83,8 @@ const raw = (gw: TestGateway, org: Org, stream: boolean) =>
 
 interface Decision {
   dispatch: { served: string | null; steps: Array<{ destination: string; outcome: string }> } | null;
+  refusal: { stage: string; type: string } | null;
+  skills: unknown[];
 }
 async function recordOf(gw: TestGateway, org: Org, answer: Answer | Response): Promise<{ request: Record<string, unknown>; decision: Decision }> {
   const id = answer.headers.get('x-gw-request-id');
@@ -239,6 +241,40 @@ describe('merit-order dispatch over an org\'s stored keys', () => {
         { destination: 'openai/a', outcome: 'cooling' },
       ],
     });
+  });
+});
+
+describe('merit-order dispatch when the keys\' upstream origin is at GW_UPSTREAM_MAX_INFLIGHT', () => {
+  let fake: KeyedFake;
+  let gw: TestGateway;
+  before(async () => {
+    fake = await startKeyedFake();
+    gw = await startTestGateway({ redis: true, bootstrap: BOOT, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_UPSTREAM_MAX_INFLIGHT: '1' } });
+  });
+  after(async () => {
+    fake.release();
+    await gw?.close();
+    await fake?.close();
+  });
+
+  it('every key\'s origin full: the call is shed before the skills, as dispatch would shed it, with no key tried', async () => {
+    const [a, b] = ['sk-mfull-a', 'sk-mfull-b'];
+    fake.script(a, 'hold');
+    await store(gw, 'mfull', { api_key: a, name: 'a', merit: 1 });
+    await store(gw, 'mfull', { api_key: b, name: 'b', merit: 2 });
+    const held = chat(gw, 'mfull');
+    await eventually(() => fake.received.length === 1, 'the first call holds the origin both keys go to');
+    const shed = await chat(gw, 'mfull');
+    assert.equal(shed.status, 503);
+    assert.equal((shed.json['error'] as { type: string }).type, 'overloaded');
+    assert.equal(shed.headers.get('x-gw-error'), null);
+    assert.deepEqual([...shed.headers.keys()].filter((h) => h.startsWith('x-gw-skill-')), [], 'no skill ran for it');
+    assert.equal(fake.received.length, 1, 'nothing more was sent');
+    const { decision } = await recordOf(gw, 'mfull', shed);
+    assert.deepEqual(decision.refusal, { stage: 'dispatch', type: 'overloaded' });
+    assert.deepEqual([decision.skills, decision.dispatch], [[], null], 'no skill ran and no key was tried');
+    fake.release();
+    assert.equal((await held).status, 200);
   });
 });
 

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
+import { call } from '../helpers/api.js';
 import { bootstrapFile, oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { spawnGateway, stopGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { bodyOf, firstStatus, headerOf, rawExchange, requestHead } from '../helpers/raw-http.js';
@@ -20,6 +22,9 @@ const { bootstrap, devKey } = oneTenant('shed');
 const chat = (model: string, pad = 0) => JSON.stringify({ model, messages: [{ role: 'user', content: 'x'.repeat(pad) || 'hi' }] });
 const post = (url: string, body: string, headers: Record<string, string> = {}) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-gw-provider-key': 'sk-test', ...headers }, body });
+
+/** the skill stages' headers on an answer: none when the request was shed before the skills stage (no pool task ran for it) */
+const skillHeaders = (r: Response) => [...r.headers.keys()].filter((h) => h.startsWith('x-gw-skill-'));
 
 function assertRetryAfter(value: string | null | undefined) {
   const n = Number(value);
@@ -181,6 +186,7 @@ describe('engine-entry and dispatch-side shedding', () => {
     const shed = await post(`${gw.url}/v1/chat/completions`, chat('gpt-4o'));
     assert.equal(shed.status, 503);
     assert.equal(shed.headers.get('x-gw-error'), null, 'a dispatch-side shed summarizes the upstream: no x-gw-error');
+    assert.deepEqual(skillHeaders(shed), [], 'shed before the skills stage: no skill ran for it');
     assertRetryAfter(shed.headers.get('retry-after'));
     assert.equal(((await shed.json()) as { error: { type: string } }).error.type, 'overloaded');
     assert.equal((await held).status, 200);
@@ -190,14 +196,15 @@ describe('engine-entry and dispatch-side shedding', () => {
   });
 });
 
-describe('dispatch-side shedding waits for every destination to be full', () => {
+describe('dispatch-side shedding waits for every destination to be full; checked before the skills, and at dispatch', () => {
   let openai: FakeOpenAI;
   let gemini: FakeVendor;
   let gw: TestGateway;
   before(async () => {
     openai = await startFakeOpenAI();
     gemini = await startFakeGemini();
-    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: openai.origin, GW_UPSTREAM_GENVENDOR: gemini.origin, GW_UPSTREAM_MAX_INFLIGHT: '1' } });
+    // with Redis: the decision records are read back
+    gw = await startTestGateway({ bootstrap, redis: true, env: { GW_UPSTREAM_OPENAI: openai.origin, GW_UPSTREAM_GENVENDOR: gemini.origin, GW_UPSTREAM_MAX_INFLIGHT: '1' } });
   });
   after(async () => {
     await gw.close();
@@ -205,34 +212,67 @@ describe('dispatch-side shedding waits for every destination to be full', () => 
     await gemini.close();
   });
 
-  const execute = (model: string, fallbacks: string[]) => post(`${gw.url}/v1/execute`, JSON.stringify({ input: { messages: [{ role: 'user', content: 'hi' }] }, target: { model, fallbacks } }));
+  const execute = (model: string, fallbacks: string[], id = randomUUID()) =>
+    post(`${gw.url}/v1/execute`, JSON.stringify({ input: { messages: [{ role: 'user', content: 'hi' }] }, target: { model, fallbacks } }), { 'x-request-id': id });
   const shedCount = async () => Number(/^gw_shed_total\{where="upstream_inflight"\} (\d+)$/m.exec(await (await fetch(`${gw.url}/metrics`)).text())?.[1] ?? 0);
+  /** the decision record of request `id`, once its row is stored */
+  const decisionOf = async (id: string) => {
+    let found: Awaited<ReturnType<typeof call>> | undefined;
+    await eventually(async () => (found = await call(gw, `/api/v1/tenant/request/${id}`, { key: devKey })).status === 200, `the row of ${id}`);
+    return found?.json['decision'] as { refusal: unknown; skills: unknown[] };
+  };
+  const holdGemini = () =>
+    fetch(`${gw.url}/genvendor/v1beta/models/slow_1500:generateContent`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-goog-api-key': 'g-test' }, body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }) });
 
-  it('a candidate whose origin is full moves on to the next one; the replica is not shedding for it', async () => {
+  it('a candidate whose origin is full moves on to the next one, past the skills; the replica is not shedding for it', async () => {
     const held = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
     await eventually(() => openai.received.length === 1, 'the slow call holds the openai origin');
     const served = await execute('gpt-4o-mini', ['gemini-2.0-flash']);
     assert.equal(served.status, 200, await served.clone().text());
     assert.equal(((await served.json()) as { provider: string }).provider, 'genvendor');
+    assert.notDeepEqual(skillHeaders(served), [], 'a free fallback: not shed before the skills, which ran');
     assert.equal(openai.received.length, 1, 'nothing more went to the full origin');
     assert.equal(await shedCount(), 0, 'no request was shed');
     assert.equal((await fetch(`${gw.url}/readyz`)).status, 200, 'still ready: nothing was shed');
     assert.equal((await held).status, 200);
   });
 
-  it('with every candidate\'s origin full the answer is the dispatch-side shed, counted once', async () => {
+  it('with every candidate\'s origin full on arrival the answer is the dispatch-side shed, before the skills, counted once and recorded at dispatch', async () => {
     const [openaiBefore, geminiBefore] = [openai.received.length, gemini.received.length];
     const heldOpenai = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
-    const heldGemini = fetch(`${gw.url}/genvendor/v1beta/models/slow_1500:generateContent`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-goog-api-key': 'g-test' }, body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }) });
+    const heldGemini = holdGemini();
     await eventually(() => openai.received.length === openaiBefore + 1 && gemini.received.length === geminiBefore + 1, 'both origins are held');
-    const shed = await execute('gpt-4o-mini', ['gemini-2.0-flash']);
+    const id = randomUUID();
+    const shed = await execute('gpt-4o-mini', ['gemini-2.0-flash'], id);
     assert.equal(shed.status, 503);
     assert.equal(shed.headers.get('x-gw-error'), null);
     assertRetryAfter(shed.headers.get('retry-after'));
     assert.equal(((await shed.json()) as { error: { type: string } }).error.type, 'overloaded');
+    assert.deepEqual(skillHeaders(shed), [], 'no skill ran for it');
     assert.equal(await shedCount(), 1);
     assert.equal((await fetch(`${gw.url}/readyz`)).status, 503, 'a request was shed');
+    const decision = await decisionOf(id);
+    assert.deepEqual(decision.refusal, { stage: 'dispatch', type: 'overloaded' });
+    assert.deepEqual(decision.skills, [], 'the record says no skill ran');
     assert.equal((await heldOpenai).status, 200);
+    assert.equal((await heldGemini).status, 200);
+  });
+
+  it('a destination that fills only by the time the call reaches it is shed at dispatch: counted, and recorded as dispatch\'s refusal', async () => {
+    const [sheds, geminiBefore] = [await shedCount(), gemini.received.length];
+    const heldGemini = holdGemini();
+    await eventually(() => gemini.received.length === geminiBefore + 1, 'the gemini origin is held');
+    // openai has room, so the check before the skills lets the call go (dispatch stays the authority); openai answers 500 and the fallback goes to the full gemini origin
+    const id = randomUUID();
+    const shed = await execute('error_500', ['gemini-2.0-flash'], id);
+    assert.equal(shed.status, 503, await shed.clone().text());
+    assert.equal(shed.headers.get('x-gw-error'), null);
+    assertRetryAfter(shed.headers.get('retry-after'));
+    assert.equal(((await shed.json()) as { error: { type: string } }).error.type, 'overloaded');
+    assert.equal(await shedCount(), sheds + 1);
+    const decision = await decisionOf(id);
+    assert.deepEqual(decision.refusal, { stage: 'dispatch', type: 'overloaded' });
+    assert.notDeepEqual(decision.skills, [], 'the skills ran: it was shed at dispatch');
     assert.equal((await heldGemini).status, 200);
   });
 });

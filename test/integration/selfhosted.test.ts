@@ -184,48 +184,96 @@ describe('self-hosted destination with LoRA adapters', () => {
   });
 });
 
+/** Two servers holding BASE behind one gateway. */
+interface CheapAndDear {
+  cheap: FakeVllm;
+  dear: FakeVllm;
+  gw: TestGateway;
+  close(): Promise<void>;
+}
+
+/** A cheaper and a dearer server holding BASE, each entry with `entry`'s fields, beside `more` entries, behind one gateway with `env`. */
+async function cheapAndDear(entry: Record<string, unknown>, more: unknown[] = [], env: Record<string, string> = {}): Promise<CheapAndDear> {
+  const cheap = await startFakeVllm({ models: [BASE] });
+  const dear = await startFakeVllm({ models: [BASE] });
+  const file = await destinationsFile([
+    { id: 'dear', provider: 'selfhosted', origin: dear.origin, models: [BASE], price: { input: 2, output: 2 }, ...entry },
+    { id: 'cheap', provider: 'selfhosted', origin: cheap.origin, models: [BASE], price: { input: 1, output: 1 }, ...entry },
+    ...more,
+  ]);
+  const gw = await startTestGateway({ bootstrap, env: { GW_DESTINATIONS_FILE: file, ...env } });
+  return {
+    cheap,
+    dear,
+    gw,
+    async close() {
+      cheap.release();
+      dear.release();
+      await gw.close();
+      await cheap.close();
+      await dear.close();
+    },
+  };
+}
+
+/** A call held at the cheaper server, then one at the dearer, then a third, answered once both are held; the first two are released after it. */
+async function thirdWhileBothHeld({ cheap, dear, gw }: CheapAndDear): Promise<{ first: Promise<Answer>; second: Promise<Answer>; third: Answer }> {
+  cheap.hold();
+  const first = chat(gw, BASE);
+  await eventually(() => cheap.held === 1, 'the first call at the cheaper server');
+  dear.hold();
+  const second = chat(gw, BASE);
+  await eventually(() => dear.held === 1, 'the second call at the dearer server');
+  const third = await chat(gw, BASE);
+  cheap.release();
+  dear.release();
+  return { first, second, third };
+}
+
+describe('self-hosted destinations whose origins are at GW_UPSTREAM_MAX_INFLIGHT', () => {
+  let servers: CheapAndDear;
+  // each server takes more calls than its origin may have in flight: the origin's limit is the one reached
+  before(async () => (servers = await cheapAndDear({ max_inflight: 4 }, [], { GW_UPSTREAM_MAX_INFLIGHT: '1' })));
+  after(() => servers?.close());
+
+  const skillHeaders = (a: Answer) => [...a.headers.keys()].filter((h) => h.startsWith('x-gw-skill-'));
+  const sheds = async () => Number(/^gw_shed_total\{where="upstream_inflight"\} (\d+)$/m.exec(await (await fetch(`${servers.gw.url}/metrics`)).text())?.[1] ?? 0);
+
+  it('one origin full: the call goes past the skills to the other server; both full: it is shed before the skills', async () => {
+    const { first, second, third } = await thirdWhileBothHeld(servers);
+    assert.equal(third.status, 503);
+    assert.equal(errorOf(third)['type'], 'overloaded');
+    assert.equal(third.headers.get('x-gw-error'), null);
+    assert.deepEqual(skillHeaders(third), [], 'shed before the skills: no skill ran for it');
+    assert.equal(await sheds(), 1);
+    const [one, two] = [await first, await second];
+    assert.deepEqual([one.status, two.status], [200, 200]);
+    assert.notDeepEqual(skillHeaders(two), [], 'the second, past the full cheaper origin, was not shed before the skills: the dearer server had room');
+    assert.equal(servers.dear.calls('/v1/chat/completions').length, 1);
+  });
+});
+
 describe('dispatch over several self-hosted destinations', () => {
-  let cheap: FakeVllm;
-  let dear: FakeVllm;
+  let servers: CheapAndDear;
   let gw: TestGateway;
   before(async () => {
-    cheap = await startFakeVllm({ models: [BASE] });
-    dear = await startFakeVllm({ models: [BASE] });
     const down = `http://127.0.0.1:${await freePort()}`;
-    const file = await destinationsFile([
-      { id: 'dear', provider: 'selfhosted', origin: dear.origin, models: [BASE], max_inflight: 1, price: { input: 2, output: 2 }, adapters: { sql: adapter('/a/sql') } },
-      { id: 'cheap', provider: 'selfhosted', origin: cheap.origin, models: [BASE], max_inflight: 1, price: { input: 1, output: 1 }, adapters: { sql: adapter('/a/sql') } },
-      { id: 'away', provider: 'selfhosted', origin: down, models: ['lonely-base'] },
-    ]);
-    gw = await startTestGateway({ bootstrap, env: { GW_DESTINATIONS_FILE: file } });
+    servers = await cheapAndDear({ max_inflight: 1, adapters: { sql: adapter('/a/sql') } }, [{ id: 'away', provider: 'selfhosted', origin: down, models: ['lonely-base'] }]);
+    gw = servers.gw;
   });
-  after(async () => {
-    cheap.release();
-    dear.release();
-    await gw?.close();
-    await cheap?.close();
-    await dear?.close();
-  });
+  after(() => servers?.close());
 
   it('tries the cheaper destination first, skips one at its limit, and sheds 503 without x-gw-error when all are full', async () => {
-    cheap.hold();
-    const first = chat(gw, BASE);
-    await eventually(() => cheap.held === 1, 'the first call at the cheaper destination');
-    dear.hold();
-    const second = chat(gw, BASE);
-    await eventually(() => dear.held === 1, 'the second call at the dearer destination');
-    const third = await chat(gw, BASE);
+    const { first, second, third } = await thirdWhileBothHeld(servers);
     assert.equal(third.status, 503);
     assert.equal(errorOf(third)['type'], 'overloaded');
     assert.equal(third.headers.get('x-gw-error'), null);
     const retry = Number(third.headers.get('retry-after'));
     assert.ok(Number.isInteger(retry) && retry >= 1 && retry <= 30, `retry-after ${retry}`);
-    cheap.release();
-    dear.release();
     assert.equal((await first).status, 200);
     assert.equal((await second).status, 200);
-    assert.equal(cheap.calls('/v1/chat/completions').length, 1);
-    assert.equal(dear.calls('/v1/chat/completions').length, 1);
+    assert.equal(servers.cheap.calls('/v1/chat/completions').length, 1);
+    assert.equal(servers.dear.calls('/v1/chat/completions').length, 1);
   });
 
   it('applies org model access: an adapter is allowed with its base model', async () => {

@@ -90,6 +90,9 @@ describe('Redis that loses its data is not the truth: the replicas keep serving 
     );
   };
 
+  /** restores written by either replica, one line each (the one that wrote its mirror back logs it) */
+  const restoresLogged = () => [...a.logs, ...b.logs].filter((l) => l.includes("configuration store restored from this replica's mirror")).length;
+
   const lossMetric = async (gw: TestGateway) => Number(/^gw_store_data_loss_total (\d+)/m.exec(await gw.gateway.registry.metrics())?.[1] ?? 0);
 
   it('Redis killed and restarted empty: every tenant still served, the revoked key still 401, the data back in Redis', async () => {
@@ -103,12 +106,14 @@ describe('Redis that loses its data is not the truth: the replicas keep serving 
     await assertServedAsBefore();
     assert.equal((await lossMetric(a)) + (await lossMetric(b)) >= 1, true, 'gw_store_data_loss_total counts the loss');
     assert.ok([...a.logs, ...b.logs].some((l) => l.includes('"level":50') && l.includes('Redis lost the configuration documents')), 'an error line says what happened');
+    assert.equal(restoresLogged(), 1, 'one replica restored, the other followed');
   });
 
   it('FLUSHALL with no connection dropped: the same, and writes work again afterwards', async () => {
     await reader.flushall();
     await eventually(restoredInRedis, 'the restore after FLUSHALL');
     await assertServedAsBefore();
+    assert.equal(restoresLogged(), 2, 'one restore for this loss too');
     assert.equal((await call(b, '/api/v1/spend_cap/update', { key: ACME, body: { cap_usd: 13 } })).status, 200);
     await eventually(async () => ((await call(a, '/api/v1/settings', { key: ACME })).json['spend_cap'] as Record<string, unknown>)['cap_usd'] === 13, 'a write after the restore reaches the other replica');
   });

@@ -96,4 +96,19 @@ describe('load monitor', () => {
     origins.leave('http://a');
     assert.equal(origins.enter('http://a'), undefined, 'room again once a call left');
   });
+
+  it('says, without entering, which origins are full and whether any is', () => {
+    const origins = new UpstreamInflight(2, new LoadMonitor({ windowMs: 1000, stallShedShare: 0.5 }));
+    origins.enter('http://a');
+    assert.deepEqual([origins.anyFull, origins.full('http://a')], [false, false]);
+    origins.enter('http://a');
+    origins.enter('http://b');
+    origins.enter('http://b');
+    assert.deepEqual([origins.anyFull, origins.full('http://a'), origins.full('http://b'), origins.full('http://c')], [true, true, true, false]);
+    assert.ok(origins.enter('http://a') instanceof OriginFull, 'a refused call takes no slot');
+    origins.leave('http://a');
+    assert.deepEqual([origins.anyFull, origins.full('http://a')], [true, false], 'b is still full');
+    origins.leave('http://b');
+    assert.equal(origins.anyFull, false);
+  });
 });

@@ -69,3 +69,34 @@ return {1, reached}`;
 export const RELEASE_LEASE_SCRIPT = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
+
+/**
+ * A replica's mirror written back into a Redis that lost the documents
+ * (doc-store.ts, restore), the marker last. Fenced inside Redis: it writes
+ * only while the replica still holds the restore lease and the marker is
+ * still what the replica read. A restore that reaches Redis late (held in
+ * transit past its lease, or sent again by the client after a reconnect,
+ * where a WATCH would no longer hold) then writes nothing over another
+ * replica's restore and the writes made since.
+ * KEYS[1] the generation marker, KEYS[2] the lease, KEYS[3] the change
+ * channel, KEYS[3 + k] the hash of the k-th collection; ARGV[1] the lease
+ * holder, ARGV[2] the marker as read ('' for none), ARGV[3] the generation
+ * to write, ARGV[4] the message announcing the restore, then for each
+ * collection the number of its documents followed by their id and JSON.
+ * Returns 1 when it wrote, 0 when it did not.
+ */
+export const RESTORE_SCRIPT = `
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+if (redis.call('GET', KEYS[1]) or '') ~= ARGV[2] then return 0 end
+local a = 5
+for k = 4, #KEYS do
+  redis.call('DEL', KEYS[k])
+  for _ = 1, tonumber(ARGV[a]) do
+    redis.call('HSET', KEYS[k], ARGV[a + 1], ARGV[a + 2])
+    a = a + 2
+  end
+  a = a + 1
+end
+redis.call('SET', KEYS[1], ARGV[3])
+redis.call('PUBLISH', KEYS[3], ARGV[4])
+return 1`;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { GatewayError } from '../../errors.js';
 import { COLLECTIONS, Mirror, STORE_WRITE_BOUND_MS, writeDeadline, type Collection, type DocStore, type DocWrite, type StoreLog, type WriteOptions } from '../types.js';
 import { describeTarget, redisClient, replicaHolds, settingOf, timeAt, type RedisClient, type RedisTarget } from './client.js';
-import { DOC_PUT_ALL_SCRIPT, DOC_SCRIPTS, OTHER_GENERATION_REPLY, PAST_DEADLINE_REPLY, RELEASE_LEASE_SCRIPT, type DocScript } from './doc-scripts.js';
+import { DOC_PUT_ALL_SCRIPT, DOC_SCRIPTS, OTHER_GENERATION_REPLY, PAST_DEADLINE_REPLY, RELEASE_LEASE_SCRIPT, RESTORE_SCRIPT, type DocScript } from './doc-scripts.js';
 import { redisSubscriber, type Subscriber } from './subscriber.js';
 import { originOf, WriteConfirmations } from './write-confirmations.js';
 import { throttledWarn } from '../../telemetry/throttled-log.js';
@@ -28,6 +28,7 @@ type ScriptedRedis = RedisClient &
   Record<DocScript, (hash: string, channel: string, marker: string, id: string, doc: string, message: string, deadline: string, generation: string) => Promise<ScriptReply>> & {
     gwDocPutAll(numKeys: number, ...keysThenArgs: string[]): Promise<ScriptReply>;
     gwReleaseLease(lease: string, holder: string): Promise<number>;
+    gwRestore(numKeys: number, ...keysThenArgs: string[]): Promise<number>;
   };
 
 /** What the store reports beyond its log. */
@@ -111,6 +112,7 @@ export class RedisDocStore extends Mirror implements DocStore {
     for (const [name, lua] of Object.entries(DOC_SCRIPTS)) this.cmd.defineCommand(name, { numberOfKeys: 3, lua });
     this.cmd.defineCommand('gwDocPutAll', { lua: DOC_PUT_ALL_SCRIPT });
     this.cmd.defineCommand('gwReleaseLease', { numberOfKeys: 1, lua: RELEASE_LEASE_SCRIPT });
+    this.cmd.defineCommand('gwRestore', { lua: RESTORE_SCRIPT });
     // resubscribing is ours to do: the reload must start only once the subscription is live again
     this.ackChannel = keys.docAcks(this.origin);
     this.sub = redisSubscriber(target, this.cmd, keys.docChannel, { connectTimeout: CONNECT_TIMEOUT_MS, connectionName: `${keys.docChannel}:sub` });
@@ -401,11 +403,14 @@ export class RedisDocStore extends Mirror implements DocStore {
 
   /**
    * Redis lost the documents: keep serving from the mirror and write it back,
-   * the marker last and in the same transaction, so a restore cut short is
-   * redone. One replica restores under a lease; the transaction is dropped if
-   * the marker changed since it was read (another replica restored first).
-   * Writes are refused meanwhile (their scripts check the marker), so nothing
-   * written into the empty store is lost under the restore.
+   * the marker last and in the same script, so a restore cut short is
+   * redone. One replica restores under a lease, and the script writes only
+   * while this replica still holds it and the marker is still `seen`: a
+   * restore that reaches Redis after its lease lapsed (held in transit, or
+   * sent again by the client after a reconnect) writes nothing over what
+   * another replica restored and the writes made since. Writes are refused
+   * meanwhile (their scripts check the marker), so nothing written into the
+   * empty store is lost under the restore.
    */
   private async restore(seen: string | null): Promise<void> {
     if (!this.lossSeen) {
@@ -419,23 +424,23 @@ export class RedisDocStore extends Mirror implements DocStore {
     const lease = await this.cmd.set(this.keys.docRestoreLease, this.origin, 'PX', RESTORE_LEASE_MS, 'NX');
     if (lease !== 'OK') throw new RestorePending('another replica is restoring the store');
     try {
-      await this.cmd.watch(this.keys.docGeneration);
-      if ((await this.cmd.get(this.keys.docGeneration)) !== seen) {
-        await this.cmd.unwatch();
-        throw new RestorePending('the store changed while the restore started');
-      }
-      const tx = this.cmd.multi();
-      for (const c of COLLECTIONS) {
-        tx.del(this.keys.doc(c));
-        const fields = [...(this.data.get(c) ?? [])].flatMap(([id, doc]) => [id, JSON.stringify(doc)]);
-        if (fields.length > 0) tx.hset(this.keys.doc(c), ...fields);
-      }
-      tx.set(this.keys.docGeneration, this.generation as string);
-      tx.publish(this.keys.docChannel, JSON.stringify([RESTORED, this.origin]));
-      const done = await tx.exec();
-      if (done === null) throw new RestorePending('the store changed during the restore');
-      const failed = done.find(([err]) => err);
-      if (failed) throw failed[0] as Error;
+      const docs = COLLECTIONS.flatMap((c) => {
+        const all = [...(this.data.get(c) ?? [])];
+        return [String(all.length), ...all.flatMap(([id, doc]) => [id, JSON.stringify(doc)])];
+      });
+      const wrote = await this.cmd.gwRestore(
+        3 + COLLECTIONS.length,
+        this.keys.docGeneration,
+        this.keys.docRestoreLease,
+        this.keys.docChannel,
+        ...COLLECTIONS.map((c) => this.keys.doc(c)),
+        this.origin,
+        seen ?? '',
+        this.generation as string,
+        JSON.stringify([RESTORED, this.origin]),
+        ...docs,
+      );
+      if (wrote !== 1) throw new RestorePending('the lease lapsed or the store changed before the restore reached it');
       await this.replicated([]);
     } finally {
       await this.cmd.gwReleaseLease(this.keys.docRestoreLease, this.origin).catch(() => undefined);
