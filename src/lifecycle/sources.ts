@@ -46,7 +46,9 @@ export class ProcessRowWindow implements SampleSource, ScorecardRowSink {
   }
 
   record(row: ScorecardRow): void {
-    this.ring[this.next] = row;
+    // a row with no skill is never a sample: its slot is taken as before, but the row is not kept (50,000 rows held
+    // for nothing were promoted to the old space one by one, the skills-off bench's scavenges)
+    this.ring[this.next] = hasSkill(row) ? row : undefined;
     this.next = (this.next + 1) % this.capacity;
   }
 
@@ -66,4 +68,9 @@ export class ProcessRowWindow implements SampleSource, ScorecardRowSink {
     }
     return out;
   }
+}
+
+function hasSkill(row: ScorecardRow): boolean {
+  for (const _ in row.skills) return true;
+  return false;
 }

@@ -62,7 +62,8 @@ export function tryCandidate(ex: Exchange, plan: Plan): void {
   meta.model = plan.model;
 }
 
-const callOf = (ex: Exchange, caller: NonNullable<Exchange['caller']>, c: Candidate): Call => ({ ...candidateCallOf(ex, caller, c), body: c.body });
+// one literal, not the candidate call spread with the body added: a property added to a spread's copy takes V8's slow path (about 1 µs)
+const callOf = (ex: Exchange, caller: NonNullable<Exchange['caller']>, c: Candidate): Call => ({ org: caller.org, key: caller.key, provider: c.provider, model: c.model, location: c.location, acceptedAt: ex.req.stages.startedAt, body: c.body });
 
 export const candidateCallOf = (ex: Exchange, caller: NonNullable<Exchange['caller']>, c: Fallback | Candidate): CandidateCall => ({ org: caller.org, key: caller.key, provider: c.provider, model: c.model, location: c.location, acceptedAt: ex.req.stages.startedAt });
 

@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors.js';
-import { printableKey, withQuery, type ProviderAdapter } from './adapter.js';
+import { printableKey, withHeader, withQuery, type ProviderAdapter } from './adapter.js';
 import { openai, openaiRequestedOutput } from './openai.js';
 
 /** Azure OpenAI resource hosts, the only cloudx endpoints allowed (no open proxy): one DNS label under either service domain. */
@@ -64,8 +64,7 @@ export const cloudx: ProviderAdapter = {
   },
   requestedOutput: openaiRequestedOutput,
   authorize(req, cred) {
-    const header: Record<string, string> = cred.scheme === 'bearer' ? { authorization: `Bearer ${cred.secret}` } : { 'api-key': cred.secret };
-    return { ...req, headers: { ...req.headers, ...header } };
+    return cred.scheme === 'bearer' ? withHeader(req, 'authorization', `Bearer ${cred.secret}`) : withHeader(req, 'api-key', cred.secret);
   },
   usageFromJson: openai.usageFromJson,
   streamUsage: openai.streamUsage,

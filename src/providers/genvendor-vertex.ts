@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors.js';
-import { modelSegment, outputReader, printableKey, type Addressed, type Location, type Operation, type ProviderAdapter } from './adapter.js';
+import { modelSegment, outputReader, printableKey, withHeader, type Addressed, type Location, type Operation, type ProviderAdapter } from './adapter.js';
 import { generateMethod } from './genvendor.js';
 import type { StreamUsageReader, Usage } from './types.js';
 import { generateContentStreamUsage, generateContentUsage } from './usage/generate-content.js';
@@ -27,7 +27,7 @@ export const genvendorVertex: ProviderAdapter = {
   // it hosts both formats: whichever limit the body sets
   requestedOutput: outputReader([['max_tokens'], ['generationConfig', 'maxOutputTokens']], [['generationConfig', 'candidateCount']]),
   authorize(req, cred) {
-    return { ...req, headers: { ...req.headers, authorization: `Bearer ${cred.secret}` } };
+    return withHeader(req, 'authorization', `Bearer ${cred.secret}`);
   },
   usageFromJson: (reply): Usage | undefined => generateContentUsage(reply) ?? messagesUsage(reply),
   streamUsage(): StreamUsageReader {

@@ -1,4 +1,4 @@
-import { modelSegment, outputReader, printableKey, withQuery, type ProviderAdapter } from './adapter.js';
+import { modelSegment, outputReader, printableKey, withHeader, withQuery, type ProviderAdapter } from './adapter.js';
 import { generateContentStreamUsage, generateContentUsage } from './usage/generate-content.js';
 
 export const generateContentRequestedOutput = outputReader([['generationConfig', 'maxOutputTokens']], [['generationConfig', 'candidateCount']]);
@@ -20,8 +20,7 @@ export const genvendor: ProviderAdapter = {
   },
   requestedOutput: generateContentRequestedOutput,
   authorize(req, cred) {
-    const auth: Record<string, string> = cred.scheme === 'bearer' ? { authorization: `Bearer ${cred.secret}` } : { 'x-goog-api-key': cred.secret };
-    return { ...req, headers: { ...req.headers, ...auth } };
+    return cred.scheme === 'bearer' ? withHeader(req, 'authorization', `Bearer ${cred.secret}`) : withHeader(req, 'x-goog-api-key', cred.secret);
   },
   usageFromJson: generateContentUsage,
   streamUsage: generateContentStreamUsage,

@@ -1,4 +1,4 @@
-import { outputReader, printableKey, withQuery, type ProviderAdapter } from './adapter.js';
+import { outputReader, printableKey, withHeader, withQuery, type ProviderAdapter } from './adapter.js';
 import { messagesStreamUsage, messagesUsage } from './usage/messages.js';
 
 export const messagesRequestedOutput = outputReader([['max_tokens']]);
@@ -24,7 +24,7 @@ export const msgvendor: ProviderAdapter = {
     const [name, value] = cred.scheme === 'bearer' ? ['authorization', `Bearer ${cred.secret}`] : ['x-api-key', cred.secret];
     // a route that kept the caller's own header (the parity relay) sends it byte for byte, never rewritten
     if (req.headers[name]?.trim().endsWith(cred.secret)) return req;
-    return { ...req, headers: { ...req.headers, [name]: value } };
+    return withHeader(req, name, value);
   },
   usageFromJson: messagesUsage,
   streamUsage: messagesStreamUsage,

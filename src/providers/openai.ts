@@ -1,4 +1,4 @@
-import { outputReader, printableKey, withQuery, type Addressed, type Operation, type ProviderAdapter } from './adapter.js';
+import { outputReader, printableKey, withHeader, withQuery, type Addressed, type Operation, type ProviderAdapter } from './adapter.js';
 import { openaiReplyUsage, openaiStreamUsage } from './usage/openai.js';
 
 function address(op: Operation): Addressed | undefined {
@@ -15,7 +15,7 @@ export const openai: ProviderAdapter = {
   storedCredential: { kinds: { api_key: printableKey('bearer') }, location: [] },
   publicOrigin: () => 'https://api.openai.com',
   authorize(req, cred) {
-    return { ...req, headers: { ...req.headers, authorization: `Bearer ${cred.secret}` } };
+    return withHeader(req, 'authorization', `Bearer ${cred.secret}`);
   },
   address,
   requestedOutput: openaiRequestedOutput,

@@ -1,5 +1,5 @@
 import type { Addressed, Operation, ProviderAdapter } from './adapter.js';
-import { printableKey } from './adapter.js';
+import { printableKey, withHeader } from './adapter.js';
 import { openai } from './openai.js';
 import type { UpstreamRequest } from './types.js';
 
@@ -19,7 +19,7 @@ export const selfhosted: ProviderAdapter = {
     return loc.endpoint;
   },
   authorize(req, cred) {
-    return cred.secret === '' ? req : { ...req, headers: { ...req.headers, authorization: `Bearer ${cred.secret}` } };
+    return cred.secret === '' ? req : withHeader(req, 'authorization', `Bearer ${cred.secret}`);
   },
   address(op: Operation): Addressed | undefined {
     return op.op === 'chat_completions' ? { path: '/v1/chat/completions' } : undefined;

@@ -207,6 +207,11 @@ export class SkillEngine {
     this.rows = inRunOrder(deps.rows ?? SKILLS);
   }
 
+  /** no stage can run on any request (an empty skills table): the skills stage need not call the engine */
+  get idle(): boolean {
+    return this.rows.length === 0;
+  }
+
   private modeOf(row: SkillRow, req: SkillsRequest): StoredMode {
     if (row.kind === 'per-key') return req.overrides?.[row.id] ?? this.deps.modes.effectiveMode(req.keyId, row.id);
     return row.modeSetting === undefined ? 'prod' : guardrailMode(this.deps.settings[row.modeSetting]);

@@ -62,8 +62,13 @@ export class EngineSkillsStage implements SkillsStage {
     const chosen = input.skillChoices;
     const overrides: SkillOverrides = chosen ? (chosen.overrides as SkillOverrides) : parseSkillOverrides(req.headers['x-gw-skills']);
     if (!chosen && Object.keys(overrides).length > 0) refuseLocked(overrides, this.configs.config(call.key.key_id));
-    const sessionId = chosen?.sessionId ?? req.headers[SESSION];
     req.stages.begin('skills');
+    if (this.engine.idle) {
+      // an empty skills table: no engine request, no promise to wait on (the stage is still timed in the header)
+      req.stages.end();
+      return CONTINUE;
+    }
+    const sessionId = chosen?.sessionId ?? req.headers[SESSION];
     const { context, half } = this.support;
     return this.engine
       .run({

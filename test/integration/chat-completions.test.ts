@@ -118,3 +118,31 @@ describe('chat-completions relay through the openai SDK', () => {
     assert.deepEqual(JSON.parse(fake.received.at(-1)?.body.toString() ?? '{}').unknown_field, { kept: true });
   });
 });
+
+describe('chat-completions with an empty skills table', () => {
+  let fake: FakeVendor;
+  let gw: TestGateway;
+  const { bootstrap, devKey } = oneTenant('acme');
+
+  before(async () => {
+    fake = await startFakeOpenAI();
+    gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin }, skillRows: [] });
+  });
+  after(async () => {
+    await gw.close();
+    await fake.close();
+  });
+
+  it('relays without a skill and still times the skills stage; x-gw-skills is still validated', async () => {
+    const client = (headers: Record<string, string>) => new OpenAI({ apiKey: devKey, baseURL: `${gw.url}/v1`, defaultHeaders: { 'x-gw-provider-key': 'sk-upstream-test', ...headers }, maxRetries: 0 });
+    const { data, response } = await client({}).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    assert.equal(data.choices[0]?.message.content, 'Hello from the fake.');
+    assert.match(response.headers.get('x-gw-stage-durations') ?? '', /, skills;dur=[\d.]+, /);
+    assert.equal([...response.headers.keys()].some((h) => h.startsWith('x-gw-skill-')), false);
+    const err = await client({ 'x-gw-skills': 'no_such_skill=prod' })
+      .chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] })
+      .then(() => assert.fail('expected 400'), (e: unknown) => e);
+    assert.ok(err instanceof OpenAI.APIError);
+    assert.equal(err.status, 400);
+  });
+});

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import type { ScorecardRow } from '../../src/lifecycle/rows.js';
 import { feedbackKey, SkillSamples } from '../../src/lifecycle/samples.js';
 import { computeScorecard, type ScorecardInput, type TaskOutcome } from '../../src/lifecycle/scorecard.js';
+import { ProcessRowWindow } from '../../src/lifecycle/sources.js';
 import { mergeSketch, sketchOf, spreadOf, type Sketch } from '../../src/lifecycle/sketch.js';
 import { splitCheck, wilson } from '../../src/lifecycle/stats.js';
 
@@ -280,5 +281,18 @@ describe('scorecard statistics', () => {
     const off = splitCheck(600, 1000, 0.5);
     assert.equal(off?.chi_squared, 40);
     assert.equal(off?.mismatch, true);
+  });
+});
+
+describe('process row window', () => {
+  it('a row without a skill is not kept but takes its slot: the window forgets the older rows as before', async () => {
+    const q = { skill: SKILL, sinceMs: 0, nowMs: T0 + 1e9, group: () => 'all' };
+    const skillLess = () => ({ ...row(SKILL, { arm: 'treatment' }), skills: {} });
+    const window = new ProcessRowWindow(2);
+    window.record(row(SKILL, { arm: 'treatment' }));
+    window.record(skillLess());
+    assert.equal((await window.samples('acme', q)).size, 1);
+    window.record(skillLess());
+    assert.equal((await window.samples('acme', q)).size, 0);
   });
 });

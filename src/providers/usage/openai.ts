@@ -3,18 +3,24 @@ import type { StreamUsageReader, Usage } from '../types.js';
 import { field, list, sseUsageReader } from './sse-reader.js';
 import type { StreamedText } from './streamed-text.js';
 
-/** Chat-completions usage (prompt/completion) or Responses usage (input/output). */
-function openaiUsage(u: unknown): Usage | undefined {
+/**
+ * Chat-completions usage (prompt/completion) or Responses usage (input/output),
+ * with the model the reply names. Optional fields are set on the literal, not
+ * spread into a copy (a property added to a spread's copy takes V8's slow path).
+ */
+function openaiUsage(u: unknown, model: string | undefined): Usage | undefined {
   if (typeof u !== 'object' || u === null) return undefined;
   const r = u as Record<string, unknown>;
   const details = (r['prompt_tokens_details'] ?? r['input_tokens_details']) as Record<string, unknown> | undefined;
   const cached = details?.['cached_tokens'];
-  return {
+  const usage: Usage = {
     input_tokens: num(r['prompt_tokens'] ?? r['input_tokens']),
     output_tokens: num(r['completion_tokens'] ?? r['output_tokens']),
     cached_tokens: num(cached),
-    ...(typeof cached !== 'number' && { cache_unreported: true as const }),
   };
+  if (typeof cached !== 'number') usage.cache_unreported = true;
+  if (model !== undefined) usage.model = model;
+  return usage;
 }
 
 /** Usage of a chat-completions or Responses reply, a chat chunk, or a Responses stream event, with the model it names. */
@@ -23,9 +29,8 @@ export const openaiReplyUsage = (reply: unknown): Usage | undefined => {
   const r = reply as Record<string, unknown>;
   // a Responses stream event carries the response object; a chat chunk carries usage itself
   const response = r['response'] as Record<string, unknown> | undefined;
-  const usage = openaiUsage(r['usage'] ?? response?.['usage']);
   const model = r['model'] ?? response?.['model'];
-  return usage && typeof model === 'string' ? { ...usage, model } : usage;
+  return openaiUsage(r['usage'] ?? response?.['usage'], typeof model === 'string' ? model : undefined);
 };
 
 /**
