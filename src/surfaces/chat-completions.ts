@@ -58,7 +58,9 @@ const plan: Planner = (req, { providers, presented }) => {
   if (!body || !translate || !entry) return planned(providers.target(entry?.provider ?? 'openai', CHAT, req.headers), model, req.body);
   const chat = body as ChatRequest;
   const call = translate(chat, replyContext(req, chat), entry, new JsonText(req.body.length));
-  return { ...providers.target(entry.provider, call.operation, req.headers), model, body: call.body, headers: call.headers, reply: call.reply, presented: asApiKey(presented) };
+  const target = providers.target(entry.provider, call.operation, req.headers);
+  // one literal (planned.ts says why not a spread of the target)
+  return { provider: target.provider, location: target.location, path: target.path, model, body: call.body, headers: call.headers, reply: call.reply, presented: asApiKey(presented) };
 };
 
 const CHAT: Operation = { op: 'chat_completions' };

@@ -120,10 +120,20 @@ function planCandidate(call: ExecuteCall, model: string, attempt: number, checkO
   const translate = chatTranslator(provider);
   if (!translate) {
     const target = providers.target(provider, CHAT, req.headers, field);
-    return { provider, location: target.location, candidate: () => ({ ...target, model, body: Buffer.from(JSON.stringify(chat)), reply: executionReply(ctx, undefined) }) };
+    return { provider, location: target.location, candidate: () => ({ provider, location: target.location, path: target.path, model, body: Buffer.from(JSON.stringify(chat)), reply: executionReply(ctx, undefined) }) };
   }
   const translated = (out: JsonText) => inEnvelope(() => translate(chat, { model, created, fallbackId: `chatcmpl-${req.id}`, includeUsage: true, reasoning: true }, lookupModel(model), out));
-  const candidateOf = (t: TranslatedCall, target: Target): Candidate => ({ ...target, model, body: t.body, headers: t.headers, reply: executionReply(ctx, t.reply), presented: asApiKey(presented) });
+  // literals, not spreads of the target (planned.ts says why)
+  const candidateOf = (t: TranslatedCall, target: Target): Candidate => ({
+    provider,
+    location: target.location,
+    path: target.path,
+    model,
+    body: t.body,
+    headers: t.headers,
+    reply: executionReply(ctx, t.reply),
+    presented: asApiKey(presented),
+  });
   if (!checkOnly) {
     const t = translated(new JsonText(req.body.length));
     const target = providers.target(provider, t.operation, req.headers, field);
@@ -161,7 +171,19 @@ const plan = (keySkills: KeySkills): Planner => (req, { providers, presented, ca
   const timeoutMs = body.execution?.timeout_ms;
   const sessionId = body.metadata?.session_id;
   const skillChoices = { overrides, ...(sessionId !== undefined && { sessionId }) };
-  return { ...first, ...(fallbacks.length > 0 && { fallbacks }), ...(timeoutMs !== undefined && { deadlineMs: timeoutMs }), skillChoices };
+  return {
+    provider: first.provider,
+    location: first.location,
+    path: first.path,
+    model: first.model,
+    body: first.body,
+    headers: first.headers,
+    reply: first.reply,
+    presented: first.presented,
+    fallbacks: fallbacks.length > 0 ? fallbacks : undefined,
+    deadlineMs: timeoutMs,
+    skillChoices,
+  };
 };
 
 const NO_MODEL = 'target.model: no model given, and model_routing did not choose one';
