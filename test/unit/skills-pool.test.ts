@@ -16,6 +16,7 @@ const ROWS = [
   guardrailRow('exit', 'exitThread', 5),
   guardrailRow('trail', 'appendTrail', 6),
   guardrailRow('thread', 'describeThread', 7),
+  guardrailRow('count', 'countRuns', 9),
 ];
 const SETTINGS: PoolSettings = { threads: 1, minThreads: 1, tasksPerThread: 1, maxQueue: 1, idleTimeoutMs: 60_000, abortGraceMs: 20 };
 const LONG_MS = 60_000;
@@ -138,11 +139,12 @@ test('shadow work beside dispatch waits behind the stages a request waits for, w
   const { pool: p } = pool(t, { maxQueue: 4 });
   await warm(p);
   const busy = p.run(task('spin'), 150);
-  const settled: string[] = [];
-  const beside = p.runWithFollowers(task('describe'), LONG_MS, [], true).then((runs) => settled.push(`beside ${runs[0]!.outcome}`));
-  const acting = p.run(task('describe'), LONG_MS).then((run) => settled.push(`request ${run.outcome}`));
-  await Promise.all([busy, beside, acting]);
-  assert.deepEqual(settled, ['request done', 'beside done']);
+  const beside = p.runWithFollowers(task('count'), LONG_MS, [], true).then((runs) => runs[0]!);
+  const acting = p.run(task('count'), LONG_MS);
+  // the order the thread ran them in: replies that arrive together may settle in either order
+  const ran = (run: Awaited<typeof acting>) => (run.outcome === 'done' ? run.reply.result?.detail?.['run'] : run.outcome);
+  const [, besideRun, actingRun] = await Promise.all([busy, beside, acting]);
+  assert.deepEqual({ request: ran(actingRun), beside: ran(besideRun) }, { request: 1, beside: 2 });
 });
 
 test('shadow work beside dispatch that fills its own bound is overloaded; a request\'s stage is still taken', async (t) => {
