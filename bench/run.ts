@@ -26,6 +26,8 @@ import { isBaseline, nginxVersion, startGatewayProcess, startNginx, startUpstrea
  * BENCH_FROM_SOURCE=1  run the gateway from src/ through tsx instead of dist/
  * BENCH_BASELINE   comma list of other checkouts whose builds are measured beside skills-off
  *                  as the targets baseline1, baseline2, …
+ * BENCH_BASELINE_AS_SHIPPED=1  run the baselines as shipped (their own skills table) instead of with an empty one,
+ *                  to compare them with the gateway target
  * BENCH_PASSES     load cells per scenario and target, the targets' order reversed on every other pass (default 1)
  */
 

@@ -49,7 +49,7 @@ export interface GatewayOptions {
   fromSource?: boolean;
   /** the `skills-off` target: the built gateway with an empty skills table (bench/gateway-skills-off.mjs) */
   skillsOff?: boolean;
-  /** a baseline target: another checkout's build (`<dir>/dist`), started as `skills-off` is */
+  /** a baseline target: another checkout's build (`<dir>/dist`), started as `skills-off` is (as shipped with BENCH_BASELINE_AS_SHIPPED=1) */
   baseline?: { id: BaselineId; dir: string };
   /** the `redis` target: the gateway as shipped on a Redis (telemetry rows on its streams), under this key prefix */
   redis?: { url: string; prefix: string };
@@ -65,7 +65,7 @@ export const isGateway = (id: Target['id']): boolean => id === 'gateway' || id =
 export async function startGatewayProcess(cpu: string | undefined, opts: GatewayOptions): Promise<Target & { logFile: string; child: Spawned }> {
   const dist = join(opts.baseline?.dir ?? ROOT, 'dist');
   const skillsOffScript = join(ROOT, 'bench/gateway-skills-off.mjs');
-  const entry = opts.baseline ? [skillsOffScript, dist] : opts.skillsOff ? [skillsOffScript] : opts.fromSource ? ['--import', 'tsx', join(ROOT, 'src/main.ts')] : [join(dist, 'src/main.js')];
+  const entry = opts.baseline ? (process.env['BENCH_BASELINE_AS_SHIPPED'] === '1' ? [join(dist, 'src/main.js')] : [skillsOffScript, dist]) : opts.skillsOff ? [skillsOffScript] : opts.fromSource ? ['--import', 'tsx', join(ROOT, 'src/main.ts')] : [join(dist, 'src/main.js')];
   if (!opts.fromSource && !existsSync(join(dist, 'src/main.js'))) throw new Error(`${dist}/src/main.js is missing: run \`npm run build\` there first`);
   const port = await freePort();
   const bootstrap = join(opts.workDir, 'bootstrap.json');
