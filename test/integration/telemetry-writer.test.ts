@@ -12,6 +12,21 @@ import { DECISION, TENANT, usageRow } from '../helpers/usage-rows.js';
 /** the real setTimeout, kept before the test mocks the global one */
 const realSetTimeout = setTimeout;
 
+/** A writer on the test Redis under `prefix`, an hour's retention, counting what it appends and drops. */
+function writerOn(prefix: string, maxBuffered: number, counts: { onAppended(n: number): void; onDropped?(n: number): void }): StreamWriter {
+  return new StreamWriter({
+    target: TEST_REDIS,
+    prefix,
+    retentionMs: 3_600_000,
+    maxBuffered,
+    log: createLogger('silent'),
+    onDropped: counts.onDropped ?? (() => undefined),
+    onAppended: counts.onAppended,
+    onAppendFailed: () => undefined,
+    sumDelayMs: 60_000,
+  });
+}
+
 describe('the telemetry writer with a buffer smaller than a batch', () => {
   const prefix = newRedisPrefix();
   after(() => dropRedisPrefix(prefix));
@@ -23,19 +38,12 @@ describe('the telemetry writer with a buffer smaller than a batch', () => {
     let dropped = 0;
     let allAppended: () => void = () => undefined;
     const done = new Promise<void>((resolve) => (allAppended = resolve));
-    const writer = new StreamWriter({
-      target: TEST_REDIS,
-      prefix,
-      retentionMs: 3_600_000,
-      maxBuffered: BUFFER,
-      log: createLogger('silent'),
+    const writer = writerOn(prefix, BUFFER, {
       onDropped: (n) => (dropped += n),
       onAppended: (n) => {
         appended += n;
         if (appended === BUFFER) allAppended();
       },
-      onAppendFailed: () => undefined,
-      sumDelayMs: 60_000,
     });
     await writer.start();
     // the flush timer never fires: only a send the buffer itself starts can append the rows
@@ -61,17 +69,7 @@ describe('the telemetry writer\'s rows, framed in one script argument per call',
   it('appends every row whole, whatever its strings hold, and counts each once in usage', async () => {
     await requireRedis();
     let appended = 0;
-    const writer = new StreamWriter({
-      target: TEST_REDIS,
-      prefix,
-      retentionMs: 3_600_000,
-      maxBuffered: 1000,
-      log: createLogger('silent'),
-      onDropped: () => undefined,
-      onAppended: (n) => (appended += n),
-      onAppendFailed: () => undefined,
-      sumDelayMs: 60_000,
-    });
+    const writer = writerOn(prefix, 1000, { onAppended: (n) => (appended += n) });
     const admin = redisClient(TEST_REDIS, {});
     await writer.start();
     try {
