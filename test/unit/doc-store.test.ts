@@ -57,14 +57,18 @@ const backings: Array<() => Promise<Backing>> = [
   },
 ];
 
-after(async () => {
-  await Promise.all(opened.map((s) => s.close()));
-});
+/** closes the stores opened so far (a Redis store left open would see its prefix dropped as a lost store, and restore it) */
+const closeOpened = () => Promise.all(opened.splice(0).map((s) => s.close()));
+
+after(closeOpened);
 
 for (const makeBacking of backings) {
   describe(`DocStore contract`, async () => {
     const backing = await makeBacking();
-    after(() => backing.cleanup());
+    after(async () => {
+      await closeOpened();
+      await backing.cleanup();
+    });
 
     describe(backing.name, () => {
       it('puts, gets and lists documents; the mirror holds frozen copies', async () => {
@@ -369,7 +373,10 @@ describe('EmbeddedDocStore on disk', () => {
 describe('RedisDocStore and its connection', () => {
   it('ignores anything on the change channel that is not a change message, and keeps following changes', async () => {
     const prefix = newRedisPrefix();
-    after(() => dropRedisPrefix(prefix));
+    after(async () => {
+      await closeOpened();
+      await dropRedisPrefix(prefix);
+    });
     const keys = redisKeys(prefix);
     const store = await started(new RedisDocStore(TEST_REDIS, keys));
     const admin = testRedis();
@@ -399,7 +406,10 @@ describe('RedisDocStore and its connection', () => {
 
   it('a subscriber that never acknowledges holds a write only up to the bound: the write stands, and the writer says a replica is missing', async () => {
     const prefix = newRedisPrefix();
-    after(() => dropRedisPrefix(prefix));
+    after(async () => {
+      await closeOpened();
+      await dropRedisPrefix(prefix);
+    });
     const keys = redisKeys(prefix);
     const warnings: Array<[object, string]> = [];
     const log = { warn: (obj: object, msg: string) => warnings.push([obj, msg]), error: () => undefined };
@@ -420,7 +430,10 @@ describe('RedisDocStore and its connection', () => {
 
   it('reloads everything after its subscription was cut (changes made meanwhile are not lost)', async () => {
     const prefix = newRedisPrefix();
-    after(() => dropRedisPrefix(prefix));
+    after(async () => {
+      await closeOpened();
+      await dropRedisPrefix(prefix);
+    });
     const keys = redisKeys(prefix);
     const store = await started(new RedisDocStore(TEST_REDIS, keys));
     await store.put('orgs', 'changed', { n: 1 });
@@ -528,7 +541,10 @@ describe('RedisDocStore and its connection', () => {
 
   it('a putAll delayed in transit past its deadline is dropped by Redis itself: neither document is written', async () => {
     const prefix = newRedisPrefix();
-    after(() => dropRedisPrefix(prefix));
+    after(async () => {
+      await closeOpened();
+      await dropRedisPrefix(prefix);
+    });
     const keys = redisKeys(prefix);
     const proxy = await startRedisProxy();
     after(() => proxy.close());
@@ -560,7 +576,10 @@ describe('RedisDocStore and its connection', () => {
 
   it('documents of the layout before hash tags are adopted at the first start, the marker kept; later writes land in the tagged keys', async () => {
     const prefix = newRedisPrefix();
-    after(() => dropRedisPrefix(prefix));
+    after(async () => {
+      await closeOpened();
+      await dropRedisPrefix(prefix);
+    });
     const keys = redisKeys(prefix);
     const admin = testRedis();
     after(() => admin.disconnect());
@@ -583,7 +602,10 @@ describe('RedisDocStore and its connection', () => {
 
   it('ignores a malformed message on its channel', async () => {
     const prefix = newRedisPrefix();
-    after(() => dropRedisPrefix(prefix));
+    after(async () => {
+      await closeOpened();
+      await dropRedisPrefix(prefix);
+    });
     const keys = redisKeys(prefix);
     const store = await started(new RedisDocStore(TEST_REDIS, keys));
     const admin = testRedis();
