@@ -42,10 +42,13 @@ function fmix32(x: number): number {
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
-/** FNV-1a over the UTF-16 code units of `s` from `from` to `to`, finalised */
-function hash32(s: string, from = 0, to = s.length): number {
+/** one FNV-1a step: `h` with the code unit `c` mixed in */
+const fnvStep = (h: number, c: number): number => Math.imul(h ^ c, FNV_PRIME);
+
+/** FNV-1a over the UTF-16 code units of `s`, finalised */
+function hash32(s: string): number {
   let h = FNV_OFFSET;
-  for (let i = from; i < to; i++) h = Math.imul(h ^ s.charCodeAt(i), FNV_PRIME);
+  for (let i = 0; i < s.length; i++) h = fnvStep(h, s.charCodeAt(i));
   return fmix32(h);
 }
 
@@ -137,18 +140,23 @@ function densify(out: Uint32Array, filled: Uint8Array): void {
 }
 
 function trigramVector(words: readonly string[]): Float32Array {
-  const v = new Float32Array(VECTOR_DIM);
+  const counts = new Int32Array(VECTOR_DIM);
   const text = ` ${words.join(' ')} `;
-  // each 3-character window hashed in place, not cut out
-  for (let i = 0; i + 3 <= text.length; i++) {
-    const h = hash32(text, i, i + 3);
-    const cell = h & (VECTOR_DIM - 1);
-    v[cell] = (v[cell] as number) + (h & 0x100 ? 1 : -1);
+  // each 3-character window hashed as it slides: one code unit read per window
+  let a = text.charCodeAt(0);
+  let b = text.charCodeAt(1);
+  for (let i = 2; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const h = fmix32(fnvStep(fnvStep(fnvStep(FNV_OFFSET, a), b), c));
+    counts[h & (VECTOR_DIM - 1)]! += h & 0x100 ? 1 : -1;
+    a = b;
+    b = c;
   }
   let norm = 0;
-  for (const x of v) norm += x * x;
+  for (let i = 0; i < VECTOR_DIM; i++) norm += (counts[i] as number) ** 2;
   norm = Math.sqrt(norm);
-  if (norm > 0) for (let i = 0; i < VECTOR_DIM; i++) v[i] = (v[i] as number) / norm;
+  const v = new Float32Array(VECTOR_DIM);
+  if (norm > 0) for (let i = 0; i < VECTOR_DIM; i++) v[i] = (counts[i] as number) / norm;
   return v;
 }
 
