@@ -273,24 +273,25 @@ export class SkillEngine {
         const run = await r.finish(stage, runs[j]!, model);
         const report = this.report(stage, run, acting);
         skills.push(report);
-        const unfinished = [...inline.slice(k + 1), ...riders, ...later];
+        // the stages that will not run now: built only when the request stops here
+        const unfinished = () => [...inline.slice(k + 1), ...riders, ...later];
         if (FAIL_OPEN_OUTCOMES.has(report.outcome)) {
           // a shadow stage may be abandoned alone while nothing has changed the request yet
           if (!acting && !changed) continue;
           const cause = this.causeOf(task, runs, j, report, skills);
-          r.abandon(unfinished, model);
+          r.abandon(unfinished(), model);
           return { verdict: { kind: 'bypass', reason: `${cause.skill}: ${cause.outcome}${reasonOf(cause)}` }, taps: NO_TAPS, skills, beside: NO_BESIDE };
         }
         const result = run.outcome === 'done' ? run.reply.result : undefined;
         if (!acting || result === undefined) continue;
         if (result.refuse) {
           const { type, message, fields } = result.refuse;
-          r.abandon(unfinished, model);
+          r.abandon(unfinished(), model);
           return { verdict: { kind: 'refuse', error: new GatewayError(type, message, fields ? { fields } : {}) }, taps: NO_TAPS, skills, beside: NO_BESIDE };
         }
         // an answer is written through the taps of the stages before it (the caller's values restored)
         if (result.answer) {
-          r.abandon(unfinished, model);
+          r.abandon(unfinished(), model);
           return { verdict: { kind: 'answer', answer: result.answer }, taps: r.taps(), skills, beside: NO_BESIDE };
         }
         if (result.change?.body !== undefined) {
