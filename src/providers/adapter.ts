@@ -90,7 +90,6 @@ export interface ProviderAdapter {
   streamUsage(): StreamUsageReader;
 }
 
-/** A model name that can sit in a vendor path as one segment: no `/`, no `..`, nothing that could reshape the path. */
 /**
  * The request with `name: value` among its headers: a copy by Object.assign
  * with the header set on it, not a spread with the header added (a property
@@ -102,6 +101,7 @@ export function withHeader(req: UpstreamRequest, name: string, value: string): U
   return { origin: req.origin, path: req.path, method: req.method, headers, body: req.body };
 }
 
+/** A model name that can sit in a vendor path as one segment: no `/`, no `..`, nothing that could reshape the path. */
 export const isModelPathSegment = (model: string): boolean => /^[A-Za-z0-9][A-Za-z0-9._@-]*$/.test(model);
 
 /** A model name as one vendor path segment, or a 400 naming the field. */
