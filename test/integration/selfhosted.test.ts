@@ -119,7 +119,8 @@ describe('self-hosted destination with LoRA adapters', () => {
     await eventually(() => fake.held === 1, 'the sql call held');
     fake.hold('chat');
     const slowChat = chat(gw, 'chat');
-    await eventually(() => fake.held === 1, 'the chat call held');
+    // the sql call still waits too: both are in flight only when two are held
+    await eventually(() => fake.held === 2, 'the chat call held beside the sql call');
     const shed = await chat(gw, 'translate');
     assert.equal(shed.status, 503);
     assert.equal(errorOf(shed)['type'], 'overloaded');
