@@ -274,14 +274,20 @@ export class VendorKeys implements StoredKeys {
     return { credential: { secret, scheme: kind.scheme, source: 'stored' }, location: doc.location };
   }
 
-  /** the unnamed key and the named ones of one provider: one key opens as itself, several as one credential carrying each as a destination */
+  /**
+   * The unnamed key and the named ones of one provider: one key without a
+   * concurrency limit opens as itself; several, or one with a max_inflight
+   * (which only dispatch over destinations holds it to), as one credential
+   * carrying each as a destination.
+   */
   private openGroup(unnamed: VendorKeyDoc | undefined, namedIds: ReadonlySet<string>): StoredCredential | undefined {
     const docs: VendorKeyDoc[] = unnamed ? [unnamed] : [];
     for (const id of namedIds) {
       const d = this.store.get<VendorKeyDoc>('vendor_keys', id);
       if (d) docs.push(d);
     }
-    if (docs.length <= 1) return docs[0] && this.openDoc(docs[0]);
+    const only = docs.length === 1 ? docs[0] : undefined;
+    if (docs.length === 0 || (only !== undefined && only.max_inflight === undefined)) return only && this.openDoc(only);
     const destinations = docs.map((d): StoredDestination => {
       const { credential, location } = this.openDoc(d);
       return { id: destinationId(d.provider, d.name), credential, location, merit: d.merit ?? 0, lastResort: d.last_resort === true, maxInflight: d.max_inflight };

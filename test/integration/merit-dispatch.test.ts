@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { startFakeAnthropic } from '../fakes/anthropic.js';
 import { startFakeBedrock, type FakeBedrock } from '../fakes/bedrock.js';
 import { completion } from '../fakes/openai.js';
 import { sendJson, startFakeVendor, type FakeVendor } from '../fakes/server.js';
@@ -67,7 +68,7 @@ function breakStream(res: ServerResponse, model: string): void {
   res.write(`data: ${JSON.stringify(chunk)}\n\n`, () => res.destroy());
 }
 
-const ORGS = ['m429', 'm500', 'mbreak', 'mlimit', 'mlast', 'mapi', 'mrefused', 'mshared', 'mhint_s', 'mhint_ms', 'mhint_date', 'mhint_cap', 'mfull'] as const;
+const ORGS = ['m429', 'm500', 'mbreak', 'mlimit', 'mlast', 'mapi', 'mrefused', 'mshared', 'mhint_s', 'mhint_ms', 'mhint_date', 'mhint_cap', 'mfull', 'mfallback'] as const;
 type Org = (typeof ORGS)[number];
 const KEY: Record<Org, string> = Object.fromEntries(ORGS.map((o) => [o, devKeySecret(`merit-${o}`)])) as Record<Org, string>;
 const BOOT: Bootstrap = { orgs: ORGS.map((org_id) => ({ org_id, rps_cap: 1000 })), dev_keys: ORGS.map((org_id) => ({ org_id, api_key: KEY[org_id] })) };
@@ -273,6 +274,59 @@ describe('merit-order dispatch when the keys\' upstream origin is at GW_UPSTREAM
     const { decision } = await recordOf(gw, 'mfull', shed);
     assert.deepEqual(decision.refusal, { stage: 'dispatch', type: 'overloaded' });
     assert.deepEqual([decision.skills, decision.dispatch], [[], null], 'no skill ran and no key was tried');
+    fake.release();
+    assert.equal((await held).status, 200);
+  });
+});
+
+describe('an org\'s only stored key of a provider, with a max_inflight', () => {
+  let fake: KeyedFake;
+  let anthropic: FakeVendor;
+  let gw: TestGateway;
+  const key = 'sk-mfallback-only';
+  before(async () => {
+    [fake, anthropic] = await Promise.all([startKeyedFake(), startFakeAnthropic()]);
+    gw = await startTestGateway({ redis: true, bootstrap: BOOT, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_UPSTREAM_MSGVENDOR: anthropic.origin } });
+    await store(gw, 'mfallback', { api_key: key, name: 'only', merit: 1, max_inflight: 1 });
+    assert.equal((await call(gw, '/api/v1/vendor_key/create', { key: KEY.mfallback, body: { provider: 'msgvendor', api_key: 'sk-ant-mfallback' } })).status, 200);
+  });
+  after(async () => {
+    fake.release();
+    await gw?.close();
+    await Promise.all([fake?.close(), anthropic?.close()]);
+  });
+
+  /** a call held at the only openai key, which fills it; the key would answer any other call at once */
+  async function fill(): Promise<{ held: Promise<Answer> }> {
+    const before = fake.received.length;
+    fake.script(key, 'hold');
+    const held = chat(gw, 'mfallback');
+    await eventually(() => fake.received.length === before + 1, 'a call holding the only openai key');
+    fake.script(key, 'ok');
+    // in an object: an async function returning the promise itself would wait for it
+    return { held };
+  }
+
+  it('is held to it: a call past it is answered 503 overloaded, and nothing more is sent', async () => {
+    const { held } = await fill();
+    const sent = fake.received.length;
+    const over = await chat(gw, 'mfallback');
+    assert.equal(over.status, 503);
+    assert.equal((over.json['error'] as { type: string }).type, 'overloaded');
+    assert.equal(fake.received.length, sent);
+    fake.release();
+    assert.equal((await held).status, 200);
+  });
+
+  it('at it, a /v1/execute call goes on to its fallback: nothing was sent to the first candidate', async () => {
+    const { held } = await fill();
+    const sent = fake.received.length;
+    const r = await call(gw, '/v1/execute', { key: KEY.mfallback, body: { input: { messages: [{ role: 'user', content: 'hi' }] }, target: { model: 'gpt-4o', fallbacks: ['claude-sonnet-4-5'] } } });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.json['model'], 'claude-sonnet-4-5');
+    assert.deepEqual((r.json['trace'] as { route: unknown }).route, { model: 'claude-sonnet-4-5', reason: 'fallback 1' });
+    assert.equal(fake.received.length, sent, 'nothing more went to the openai key');
+    assert.equal(anthropic.received.length, 1);
     fake.release();
     assert.equal((await held).status, 200);
   });
