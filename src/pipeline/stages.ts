@@ -320,8 +320,17 @@ async function dispatchAcross(deps: DispatchDeps, picker: DestinationPicker, ex:
   const tried = new Set<string>();
   let failed: FallbackSink | undefined;
   for (;;) {
-    const next = picker.next(tried);
-    const picked = next instanceof Promise ? await next : next;
+    let picked;
+    try {
+      const next = picker.next(tried);
+      picked = next instanceof Promise ? await next : next;
+    } catch (err) {
+      // every destination at its own limit sent nothing: like a full origin, it leaves the call to a further candidate
+      if (!(nextCandidate && err instanceof GatewayError && err.type === 'overloaded')) throw err;
+      ex.outcome = { status: err.status, usage: undefined, upstreamMs: 0, overheadMs: undefined, dispatched: false, streamed: false, error: err };
+      ex.heldBack = true;
+      return undefined;
+    }
     if (picked === undefined) {
       // every destination was tried: the last failure is the answer, unless another candidate may mend it
       if (nextCandidate) ex.heldBack = true;
