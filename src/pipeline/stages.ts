@@ -325,8 +325,9 @@ async function dispatchAcross(deps: DispatchDeps, picker: DestinationPicker, ex:
       const next = picker.next(tried);
       picked = next instanceof Promise ? await next : next;
     } catch (err) {
-      // every destination at its own limit sent nothing: like a full origin, it leaves the call to a further candidate
-      if (!(nextCandidate && err instanceof GatewayError && err.type === 'overloaded')) throw err;
+      // the picker's 5xx (every destination at its own limit, none reachable to load an adapter, none with room for it)
+      // comes before anything was sent: like a full origin, it leaves the call to a further candidate
+      if (!(nextCandidate && err instanceof GatewayError && err.status >= 500)) throw err;
       ex.outcome = { status: err.status, usage: undefined, upstreamMs: 0, overheadMs: undefined, dispatched: false, streamed: false, error: err };
       ex.heldBack = true;
       return undefined;

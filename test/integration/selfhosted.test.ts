@@ -156,6 +156,14 @@ describe('self-hosted destination with LoRA adapters', () => {
     assert.deepEqual([...fake.loaded.keys()], loaded);
   });
 
+  it('a /v1/execute call whose adapter no destination has room for goes on to its fallback, sending nothing for it', async () => {
+    const loads = loadsOf(fake).length;
+    const answer = await call(gw, '/v1/execute', { key: devKey, body: { input: { messages: [{ role: 'user', content: 'hi' }] }, target: { model: 'huge', fallbacks: [BASE] } } });
+    assert.equal(answer.status, 200, JSON.stringify(answer.json));
+    assert.equal(answer.json['model'], BASE);
+    assert.equal(loadsOf(fake).length, loads);
+  });
+
   it("relays a load the server refuses as the server's error", async () => {
     const answer = await chat(gw, 'broken');
     assert.equal(answer.status, 404);
