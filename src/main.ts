@@ -36,7 +36,7 @@ import { Ingress } from './server/ingress.js';
 import { startMetricsApp } from './server/metrics-app.js';
 import { loadUws, portRefusal } from './server/uws.js';
 import { PROVIDER_IDS } from './providers/types.js';
-import { loadSettings, SettingsError, upstreamSetting, type Settings } from './settings.js';
+import { armedSkills, loadSettings, SettingsError, upstreamSetting, type Settings } from './settings.js';
 import { EmbeddedDocStore } from './stores/embedded/doc-store.js';
 import { redisTargetOf } from './stores/redis/client.js';
 import { RedisDocReader } from './stores/redis/doc-reader.js';
@@ -307,7 +307,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     await lifecycleStore?.start();
     if (lifecycleStore) releases.push(() => lifecycleStore.close());
     const keySkills = new KeySkills(store, storeTimeoutMs, lifecycleStore ?? new StoredTransitionLog(store), (obj, msg) => log.warn(obj, msg));
-    const armed = settings.GW_SKILL_AUTO_ROLLBACK.split(',').map((s) => s.trim()).filter(Boolean);
+    const armed = armedSkills(settings);
     const feedback = lifecycleStore ?? new ProcessFeedback(FEEDBACK_CAPACITY);
     // with Redis every replica adds its requests' samples to the fleet's and reads them back; without, the process keeps its own rows
     const { sink: scorecardRows, source: sampleSource } = await openScorecardSamples(settings, keySkills, log, metrics, releases);
@@ -381,7 +381,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       running: runningStages(settings, skillRows),
       configured: {
         guardrails_classifier_mode: settings.GW_GUARDRAILS_MODEL_MODE,
-        auto_rollback: settings.GW_SKILL_AUTO_ROLLBACK.split(',').filter(Boolean),
+        auto_rollback: armed,
         ingress_budget: settings.GW_INGRESS_BUDGET ?? null,
         store: storeKind(settings),
       },

@@ -2,6 +2,7 @@ import { cpus } from 'node:os';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
 import { PROVIDER_IDS, type VendorId } from './providers/types.js';
+import { isPerKeySkill, PER_KEY_SKILLS } from './tenancy/skills.js';
 
 /**
  * Every GW_ deployment setting in one schema. Environment values are strings;
@@ -77,7 +78,7 @@ export const SettingsSchema = Type.Object({
   GW_LOOP_STALL_WINDOW_S: Seconds(10, 'window of the loop-stall share'),
   GW_INGRESS_BUDGET: Type.Optional(Type.Integer({ minimum: 1, description: 'in-flight request bytes before shedding' })),
   GW_HEAVY_BODY_BYTES: Type.Integer({ minimum: 1, default: 65536, description: 'a body this large or larger is heavy: shed while the event loop is stalled' }),
-  GW_SKILL_AUTO_ROLLBACK: Type.String({ default: 'agent_trajectory_compaction', description: 'comma-separated skills whose breaker is armed: the sweep rolls a key back when its scorecard trips' }),
+  GW_SKILL_AUTO_ROLLBACK: Type.String({ default: 'agent_trajectory_compaction', description: 'comma-separated per-key skills whose breaker is armed: the sweep rolls a key back when its scorecard trips; a name that is not a per-key skill stops the start' }),
   GW_BREAKER_SWEEP_S: Seconds(60, 'period of the breaker sweep (one replica sweeps at a time)'),
   GW_SKILL_THREADS: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'skill pool threads per replica (most)' }),
   GW_SKILL_MIN_THREADS: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'skill pool threads kept warm per replica' }),
@@ -107,6 +108,12 @@ export const SettingsSchema = Type.Object({
 });
 
 export type RawSettings = Static<typeof SettingsSchema>;
+
+/** The skills GW_SKILL_AUTO_ROLLBACK arms: its comma-separated items, trimmed (a separator alone arms none). */
+export const armedSkills = (s: Pick<RawSettings, 'GW_SKILL_AUTO_ROLLBACK'>): string[] =>
+  s.GW_SKILL_AUTO_ROLLBACK.split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
 export type Settings = RawSettings & { GW_WORKERS: number };
 
 export class SettingsError extends Error {
@@ -172,6 +179,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   if (s.GW_WORKERS !== undefined && s.GW_WORKERS > 1 && !redis) {
     problems.push('GW_WORKERS: more than one replica needs GW_REDIS_URL or GW_REDIS_CLUSTER (embedded state is per process)');
   }
+  // a name the breakers do not know would arm nothing, silently
+  const unknownArmed = armedSkills(s).filter((x) => !isPerKeySkill(x));
+  if (unknownArmed.length > 0) problems.push(`GW_SKILL_AUTO_ROLLBACK: not a per-key skill: ${unknownArmed.join(', ')} (per-key skills: ${PER_KEY_SKILLS.join(', ')})`);
   if (s.GW_SKILL_MIN_THREADS > s.GW_SKILL_THREADS) problems.push('GW_SKILL_MIN_THREADS: must not exceed GW_SKILL_THREADS');
   if (s.GW_IDP_ISSUER && !s.GW_IDP_JWKS) problems.push('GW_IDP_JWKS: required when GW_IDP_ISSUER is set');
   if (s.GW_IDP_GROUP_MAP) {

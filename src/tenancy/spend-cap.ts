@@ -173,16 +173,21 @@ export class SpendCaps {
     const id = randomUUID();
     const amount = worstCaseUsd(call.model, call.body, call.provider);
     const reserving = this.opts.meter.reserve({ account, kind: cap.period, id, amount, cap: cap.cap_usd, leaseMs: this.leaseMs });
+    // within a second of a reservation that came late no call waits; only one that waited and found the store slow starts that second
+    const waits = Date.now() >= this.slowUntil;
     let result;
     try {
-      result = Date.now() < this.slowUntil ? LATE : await within(reserving, RESERVE_WAIT_MS);
+      result = waits ? await within(reserving, RESERVE_WAIT_MS) : LATE;
     } catch (err) {
       // fail-open: our own metering never turns a call into an error
       this.opts.metrics.spendCapStoreFailures.inc({ op: 'reserve' });
       this.warnUnmetered({ err: String(err), org_id: orgId });
       return undefined;
     }
-    if (result === LATE) return this.lateReservation(reserving, account, id, amount, orgId);
+    if (result === LATE) {
+      if (waits) this.slowUntil = Date.now() + SLOW_STORE_MS;
+      return this.lateReservation(reserving, account, id, amount, orgId);
+    }
     if (!result.admitted) throw this.exhausted(cap, result.settled, result.reserved, amount, result.resetsAt);
     const { period } = result;
     this.track(account, id);
@@ -209,7 +214,6 @@ export class SpendCaps {
    * a slow store loses nothing a down one would not.
    */
   private lateReservation(reserving: Promise<ReserveResult>, account: MeterAccount, id: string, amount: number, orgId: string): Reservation {
-    this.slowUntil = Math.max(this.slowUntil, Date.now() + SLOW_STORE_MS);
     this.opts.metrics.spendCapStoreFailures.inc({ op: 'reserve_slow' });
     this.warnUnmetered({ org_id: orgId, waited_ms: RESERVE_WAIT_MS });
     const landed = reserving.then(

@@ -5,6 +5,7 @@ import { call } from '../helpers/api.js';
 import { oneTenant, SECRETS_KEY, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { privateRedis, type PrivateRedis } from '../helpers/private-redis.js';
 import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
+import { eventually } from '../helpers/wait.js';
 
 /**
  * Redis faults, PR tier: the request path does not wait on a slow, stopped,
@@ -56,6 +57,36 @@ describe('Redis stalled behind a proxy (spend cap and rate limit on the request 
     behind.proxy.resume();
     assert.deepEqual(stalled.statuses, new Set([200]));
     assert.ok(stalled.p50 < 250, `p50 ${stalled.p50.toFixed(1)} ms while stalled: the request path waited on Redis`);
+  });
+});
+
+describe('a spend-cap reservation Redis answers late', () => {
+  let fake: FakeOpenAI;
+  let behind: Awaited<ReturnType<typeof startGatewayBehindProxy>>;
+  const capped = async () => {
+    const r = await fetch(`${behind.gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-gw-provider-key': 'sk-up' }, body });
+    await r.arrayBuffer();
+    return r.status;
+  };
+  before(async () => {
+    fake = await startFakeOpenAI();
+    // a cap of 0 refuses every call the metering store answers for; the rate cap is high enough never to refuse first
+    const b = { ...bootstrap, orgs: [{ org_id: 'rfault', rps_cap: 1000 }] };
+    behind = await startGatewayBehindProxy(b, { GW_UPSTREAM_OPENAI: fake.origin });
+    assert.equal((await call(behind.gw, '/api/v1/spend_cap/update', { key: devKey, body: { cap_usd: 0 } })).status, 200);
+  });
+  after(async () => {
+    await behind.close();
+    await fake.close();
+  });
+
+  it('relays that call unmetered, and the calls after it wait for their reservations again once the second is over, however steady the traffic', async () => {
+    assert.equal(await capped(), 402, 'the cap holds while Redis answers');
+    behind.proxy.hang();
+    assert.equal(await capped(), 200, 'a reservation past 250 ms relays the call unmetered');
+    behind.proxy.resume();
+    // back-to-back calls: each one relayed without waiting must not push the second of not waiting further on
+    await eventually(async () => (await capped()) === 402, 'the cap to hold again once Redis answers');
   });
 });
 

@@ -140,6 +140,9 @@ describe('upstream faults (reliability, PR tier)', () => {
     const res = await call('truncated');
     assert.equal(res.status, 502);
     assert.equal(res.headers.get('x-gw-error'), 'upstream_truncated');
+    // the kind docs/operations.md (Metrics) lists for it
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    assert.match(metrics, /^gw_upstream_errors_total\{provider="openai",kind="truncated"\} 1$/m);
   });
 
   it('after every fault the gateway still answers', async () => {

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { isSecretSetting, loadSettings, SettingsError, SettingsSchema } from '../../src/settings.js';
+import { armedSkills, isSecretSetting, loadSettings, SettingsError, SettingsSchema } from '../../src/settings.js';
 import { clusterTarget, describeTarget, redisTargetOf } from '../../src/stores/redis/client.js';
 
 const SECRETS_KEY = Buffer.alloc(32, 1).toString('base64');
@@ -124,6 +124,17 @@ describe('settings', () => {
     assert.ok(problemsOf({ GW_REDIS_CLUSTER: '10.0.0.1:7000', GW_REDIS_URL: 'redis://10.0.0.1:6379', GW_SECRETS_KEY: SECRETS_KEY }).some((p) => p.startsWith('GW_REDIS_CLUSTER: set either')));
     assert.ok(problemsOf({ GW_REDIS_CLUSTER: '10.0.0.1:7000' }).some((p) => p.startsWith('GW_SECRETS_KEY:')));
     assert.equal(loadSettings({ GW_REDIS_CLUSTER: '10.0.0.1:7000', GW_SECRETS_KEY: SECRETS_KEY }).GW_WORKERS, cpus().length);
+  });
+
+  it('GW_SKILL_AUTO_ROLLBACK names per-key skills: a misspelt or non-per-key one, which would arm no breaker, stops the start', () => {
+    for (const value of ['agent_trajectory_compation', 'guardrails', 'agent_trajectory_compaction,pii']) {
+      const problems = problemsOf({ GW_SKILL_AUTO_ROLLBACK: value });
+      assert.ok(problems.some((p) => p.startsWith('GW_SKILL_AUTO_ROLLBACK:')), `${value}: ${JSON.stringify(problems)}`);
+    }
+    assert.deepEqual(problemsOf({ GW_SKILL_AUTO_ROLLBACK: 'agent_trajectory_compaction, semantic_cache' }), []);
+    assert.deepEqual(armedSkills(loadSettings({ GW_SKILL_AUTO_ROLLBACK: 'agent_trajectory_compaction, semantic_cache' })), ['agent_trajectory_compaction', 'semantic_cache']);
+    // a separator alone arms none
+    assert.deepEqual(armedSkills(loadSettings({ GW_SKILL_AUTO_ROLLBACK: ',' })), []);
   });
 
   it('cross-field rules name the variable that is missing', () => {
