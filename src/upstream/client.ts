@@ -38,7 +38,7 @@ export function failureKind(err: Error): UpstreamFailureKind {
 /** A client abort needs no stack trace: one shared reason serves every call. */
 const CLIENT_ABORT = Object.assign(new Error('aborted by the client'), { name: 'AbortError' });
 
-const BEYOND_ASCII = /[^\x00-\x7f]/;
+const BEYOND_ASCII = /[\u0080-\uffff]/;
 
 /**
  * Header values as the wire carries them. The front reads a caller's header
