@@ -50,7 +50,10 @@ export function adminRoutes(admin: TenantAdmin, adminKey: string | undefined, lo
       surface,
       async handler(req, res) {
         requireAdmin(req, adminKey);
-        const { created, org } = await admin.upsertOrg(parseOrgInput(parseJsonObject(req.body)));
+        const input = parseOrgInput(parseJsonObject(req.body));
+        req.stages.begin('store_write');
+        const { created, org } = await admin.upsertOrg(input);
+        req.stages.end();
         audit(log, req, { action: created ? 'org.create' : 'org.unchanged', org_id: org.org_id });
         sendJson(res, created ? 201 : 200, org);
       },
@@ -70,7 +73,10 @@ export function adminRoutes(admin: TenantAdmin, adminKey: string | undefined, lo
       surface,
       async handler(req, res) {
         requireAdmin(req, adminKey);
-        const { key, api_key } = await admin.createKey(parseDevKeyInput(parseJsonObject(req.body)));
+        const input = parseDevKeyInput(parseJsonObject(req.body));
+        req.stages.begin('store_write');
+        const { key, api_key } = await admin.createKey(input);
+        req.stages.end();
         audit(log, req, { action: 'dev_key.create', org_id: key.org_id, key_id: key.key_id, dev_key_id: key.dev_key_id });
         sendJson(res, 201, { key_id: key.key_id, dev_key_id: key.dev_key_id, org_id: key.org_id, api_key });
       },
@@ -90,7 +96,10 @@ export function adminRoutes(admin: TenantAdmin, adminKey: string | undefined, lo
       surface,
       async handler(req, res) {
         requireAdmin(req, adminKey);
-        const key = await admin.revoke(parseRevokeInput(parseJsonObject(req.body)));
+        const input = parseRevokeInput(parseJsonObject(req.body));
+        req.stages.begin('store_write');
+        const key = await admin.revoke(input);
+        req.stages.end();
         audit(log, req, { action: 'dev_key.revoke', org_id: key.org_id, key_id: key.key_id, dev_key_id: key.dev_key_id });
         sendJson(res, 200, { status: 'success', key_id: key.key_id, dev_key_id: key.dev_key_id, revoked_at: key.revoked_at });
       },

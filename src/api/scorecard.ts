@@ -48,7 +48,10 @@ export function scorecardRoutes(entitlement: Entitlement, scorecards: Scorecards
         if (!isWindow(window)) throw new GatewayError('request_error', `window: must be one of ${Object.keys(WINDOWS).join(', ')}`, { fields: { field: 'window' } });
         const keyRef = queryParam(req.query, 'key_id');
         const key = keyRef === undefined ? undefined : entitlement.key(tenant, keyRef).key;
-        sendJson(res, 200, await scorecards.read(tenant, skill, window, key));
+        req.stages.begin('store_read');
+        const scorecard = await scorecards.read(tenant, skill, window, key);
+        req.stages.end();
+        sendJson(res, 200, scorecard);
       },
     },
     {

@@ -111,6 +111,10 @@ export function createFront(opts: FrontOptions): Front {
       this.log[err.spec.level](fields, err.message);
     }
 
+    stageDurations(): string {
+      return this.stages.header();
+    }
+
     shortenDeadline(sink: UwsSink, ms: number, message: string): void {
       if (ms >= opts.requestDeadlineMs - this.stages.elapsedMs) return;
       clearTimeout(this.deadline);

@@ -23,6 +23,8 @@ export interface SinkHooks {
   onStart(sink: UwsSink): void;
   /** called once, with the error the answer renders: the one place an answered error is logged */
   onError(err: GatewayError): void;
+  /** the request's stage timings so far, as `x-gw-stage-durations` gives them */
+  stageDurations(): string;
   /** the request's deadline moves to `ms` from now, if sooner (ResponseSink.shortenDeadline) */
   shortenDeadline(sink: UwsSink, ms: number, message: string): void;
 }
@@ -150,6 +152,8 @@ export class UwsSink implements ResponseSink {
     const retry = err.retryAfterS;
     if (retry !== undefined) all.push(['retry-after', String(retry)]);
     if (err.options.headers) all.push(...err.options.headers);
+    // whichever store was waited on, a store_timeout names the stages and the running one (docs/errors.md, Rules)
+    if (err.type === 'store_timeout' && !all.some(([k]) => k === 'x-gw-stage-durations')) all.push(['x-gw-stage-durations', this.hooks.stageDurations()]);
     this.send(status, all, body);
   }
 

@@ -91,6 +91,8 @@ const groupOf = (id: string): string => id.split(':', 2).join(':');
 /** bound into the ciphertext: a record moved to another org, provider or name does not open */
 const sealContext = (orgId: string, provider: ProviderId, name: string | undefined) => `vendor_key:${docId(orgId, provider, name)}`;
 const destinationId = (provider: ProviderId, name: string | undefined) => (name === undefined ? provider : `${provider}/${name}`);
+/** a provider whose only key is the unnamed one */
+const NO_NAMES: ReadonlySet<string> = new Set();
 const badField = (field: string, message: string) => new GatewayError('request_error', `${field}: ${message}`, { fields: { field } });
 
 export interface VendorKeysOptions {
@@ -169,8 +171,7 @@ export class VendorKeys implements StoredKeys {
     if (known !== undefined) return known ?? undefined;
     const doc = this.store.get<VendorKeyDoc>('vendor_keys', id);
     const named = this.named.get(id);
-    if (named) return this.remember(id, this.generation.get(id), this.openGroup(doc, named));
-    if (doc || !this.opts.reader) return this.remember(id, this.generation.get(id), doc ? this.openDoc(doc) : undefined);
+    if (doc || named || !this.opts.reader) return this.remember(id, this.generation.get(id), this.openGroup(doc, named));
     let lookup = this.pending.get(id);
     if (!lookup) {
       lookup = this.findInStore(id, this.opts.reader, stages).finally(() => this.pending.delete(id));
@@ -280,7 +281,7 @@ export class VendorKeys implements StoredKeys {
    * (which only dispatch over destinations holds it to), as one credential
    * carrying each as a destination.
    */
-  private openGroup(unnamed: VendorKeyDoc | undefined, namedIds: ReadonlySet<string>): StoredCredential | undefined {
+  private openGroup(unnamed: VendorKeyDoc | undefined, namedIds: ReadonlySet<string> = NO_NAMES): StoredCredential | undefined {
     const docs: VendorKeyDoc[] = unnamed ? [unnamed] : [];
     for (const id of namedIds) {
       const d = this.store.get<VendorKeyDoc>('vendor_keys', id);
@@ -303,7 +304,7 @@ export class VendorKeys implements StoredKeys {
       throw new GatewayError('store_timeout', 'stored provider key lookup: the store is unavailable', { cause: err, headers: [['x-gw-stage-durations', stages.header()]] });
     });
     const doc = (await withinStoreBound(read, this.opts.timeoutMs, stages, 'stored provider key lookup')) as VendorKeyDoc | undefined;
-    return this.remember(id, generation, doc ? this.openDoc(doc) : undefined);
+    return this.remember(id, generation, this.openGroup(doc));
   }
 
   private remember(id: string, generation: number | undefined, found: StoredCredential | undefined): StoredCredential | undefined {

@@ -38,6 +38,25 @@ export function failureKind(err: Error): UpstreamFailureKind {
 /** A client abort needs no stack trace: one shared reason serves every call. */
 const CLIENT_ABORT = Object.assign(new Error('aborted by the client'), { name: 'AbortError' });
 
+const BEYOND_ASCII = /[\u0080-\uffff]/;
+
+/**
+ * Header values as the wire carries them. The front reads a caller's header
+ * as UTF-8 and undici writes values as latin1, refusing a character past
+ * U+00FF: a value beyond ASCII goes as a string of its UTF-8 bytes, so it
+ * reaches the vendor as the bytes the caller sent (never a 502, nor é as one byte).
+ */
+function onTheWire(headers: Record<string, string>): Record<string, string> {
+  let out: Record<string, string> | undefined;
+  for (const k in headers) {
+    const v = headers[k] as string;
+    if (!BEYOND_ASCII.test(v)) continue;
+    out ??= { ...headers };
+    out[k] = Buffer.from(v, 'utf8').toString('latin1');
+  }
+  return out ?? headers;
+}
+
 /**
  * One upstream call: undici's handler and the caller's handle in one object,
  * so a request allocates no closures here. Aborting a finished call is a no-op.
@@ -108,7 +127,7 @@ export class Upstream {
 
   dispatch(req: UpstreamRequest, sink: UpstreamSink): UpstreamCall {
     const exchange = new Exchange(sink);
-    this.agent.dispatch({ origin: req.origin, path: req.path, method: req.method, headers: req.headers, body: req.body ?? null }, exchange);
+    this.agent.dispatch({ origin: req.origin, path: req.path, method: req.method, headers: onTheWire(req.headers), body: req.body ?? null }, exchange);
     return exchange;
   }
 

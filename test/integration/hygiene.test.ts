@@ -225,6 +225,20 @@ describe('request hygiene at the front (raw sockets)', () => {
     assert.equal(got.headers['content-length'], String(body.length));
   });
 
+  it('a header value with UTF-8 beyond ASCII goes upstream as the bytes sent, not as a 502', async () => {
+    const before = fake.received.length;
+    // inside the value: the uWS parser trims non-ASCII bytes at either end of one
+    const value = Buffer.from('José 🌍 Zoë (é)', 'utf8');
+    const [start = '', end = ''] = (head('x-custom: VALUE', `content-length: ${body.length}`) + body).split('VALUE');
+    const request = Buffer.concat([Buffer.from(start), value, Buffer.from(end)]);
+    const reply = await exchange(gw.port, request, { until: answersTo('POST') });
+    assert.deepEqual(statuses(reply.text), [200], reply.text);
+    assert.equal(fake.received.length, before + 1);
+    const seen = Buffer.concat(fake.rawConnections.flat());
+    const line = Buffer.concat([Buffer.from('x-custom: '), value, Buffer.from('\r\n')]);
+    assert.ok(seen.includes(line), `the upstream request carried x-custom as: ${/x-custom: ([^\r]*)/.exec(seen.toString('latin1'))?.[1]}`);
+  });
+
   it('a safe x-request-id is reflected; anything else is replaced by a generated id', async () => {
     const ask = (id: string) => exchange(gw.port, `GET /healthz HTTP/1.1\r\nHost: gw\r\nx-request-id: ${id}\r\n\r\n`, { until: answersTo('GET') });
     const ok = await ask('trace-42.abc:def/1');

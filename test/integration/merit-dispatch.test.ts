@@ -68,7 +68,7 @@ function breakStream(res: ServerResponse, model: string): void {
   res.write(`data: ${JSON.stringify(chunk)}\n\n`, () => res.destroy());
 }
 
-const ORGS = ['m429', 'm500', 'mbreak', 'mlimit', 'mlast', 'mapi', 'mrefused', 'mshared', 'mhint_s', 'mhint_ms', 'mhint_date', 'mhint_cap', 'mfull', 'mfallback'] as const;
+const ORGS = ['m429', 'm500', 'mbreak', 'mlimit', 'mlast', 'mapi', 'mrefused', 'mshared', 'mhint_s', 'mhint_ms', 'mhint_date', 'mhint_cap', 'mfull', 'mfallback', 'munnamed'] as const;
 type Org = (typeof ORGS)[number];
 const KEY: Record<Org, string> = Object.fromEntries(ORGS.map((o) => [o, devKeySecret(`merit-${o}`)])) as Record<Org, string>;
 const BOOT: Bootstrap = { orgs: ORGS.map((org_id) => ({ org_id, rps_cap: 1000 })), dev_keys: ORGS.map((org_id) => ({ org_id, api_key: KEY[org_id] })) };
@@ -284,10 +284,12 @@ describe('an org\'s only stored key of a provider, with a max_inflight', () => {
   let anthropic: FakeVendor;
   let gw: TestGateway;
   const key = 'sk-mfallback-only';
+  const unnamedKey = 'sk-munnamed-only';
   before(async () => {
     [fake, anthropic] = await Promise.all([startKeyedFake(), startFakeAnthropic()]);
     gw = await startTestGateway({ redis: true, bootstrap: BOOT, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_UPSTREAM_MSGVENDOR: anthropic.origin } });
     await store(gw, 'mfallback', { api_key: key, name: 'only', merit: 1, max_inflight: 1 });
+    assert.equal((await store(gw, 'munnamed', { api_key: unnamedKey, max_inflight: 1 })).status, 200);
     assert.equal((await call(gw, '/api/v1/vendor_key/create', { key: KEY.mfallback, body: { provider: 'msgvendor', api_key: 'sk-ant-mfallback' } })).status, 200);
   });
   after(async () => {
@@ -297,12 +299,12 @@ describe('an org\'s only stored key of a provider, with a max_inflight', () => {
   });
 
   /** a call held at the only openai key, which fills it; the key would answer any other call at once */
-  async function fill(): Promise<{ held: Promise<Answer> }> {
+  async function fill(org: Org = 'mfallback', only = key): Promise<{ held: Promise<Answer> }> {
     const before = fake.received.length;
-    fake.script(key, 'hold');
-    const held = chat(gw, 'mfallback');
+    fake.script(only, 'hold');
+    const held = chat(gw, org);
     await eventually(() => fake.received.length === before + 1, 'a call holding the only openai key');
-    fake.script(key, 'ok');
+    fake.script(only, 'ok');
     // in an object: an async function returning the promise itself would wait for it
     return { held };
   }
@@ -312,6 +314,17 @@ describe('an org\'s only stored key of a provider, with a max_inflight', () => {
     const sent = fake.received.length;
     const over = await chat(gw, 'mfallback');
     assert.equal(over.status, 503);
+    assert.equal((over.json['error'] as { type: string }).type, 'overloaded');
+    assert.equal(fake.received.length, sent);
+    fake.release();
+    assert.equal((await held).status, 200);
+  });
+
+  it('the unnamed key alone is held to it too: a call past it is answered 503 overloaded, and nothing more is sent', async () => {
+    const { held } = await fill('munnamed', unnamedKey);
+    const sent = fake.received.length;
+    const over = await chat(gw, 'munnamed');
+    assert.equal(over.status, 503, JSON.stringify(over.json));
     assert.equal((over.json['error'] as { type: string }).type, 'overloaded');
     assert.equal(fake.received.length, sent);
     fake.release();

@@ -320,7 +320,7 @@ const metric = async (gw: TestGateway, name: string): Promise<number> => {
 };
 
 describe('a telemetry read Redis does not answer in time', () => {
-  it('is 504 store_timeout with Retry-After: 5 and the remedy in the message', async () => {
+  it('is 504 store_timeout with Retry-After: 5, the remedy in the message and x-gw-stage-durations naming the read as running', async () => {
     const stalled = await startGatewayBehindProxy(bootstrap, { GW_TELEMETRY_READ_TIMEOUT_S: '0.3' });
     try {
       stalled.proxy.hang();
@@ -335,6 +335,7 @@ describe('a telemetry read Redis does not answer in time', () => {
         assert.equal(res.headers.get('x-gw-error'), 'store_timeout', path);
         assert.equal(res.headers.get('retry-after'), '5', path);
         assert.match(errorMessage(res), remedy, path);
+        assert.match(res.headers.get('x-gw-stage-durations') ?? '', /(^|, )store_read;dur=[\d.]+;running$/, path);
       }
     } finally {
       await stalled.close();
