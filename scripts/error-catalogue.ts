@@ -44,7 +44,7 @@ export const RAISED_WHEN: Readonly<Record<ErrorType, string>> = {
   method_not_allowed: 'the path exists for another method; `Allow` lists them',
   conflict: 'an org exists with other fields; a key id or secret already exists',
   payload_too_large: 'the body exceeds `GW_MAX_BODY_BYTES` (the connection closes)',
-  not_implemented: 'never raised by this code (reserved)',
+  not_implemented: 'a durable telemetry read (`/api/v1/usage`, `/api/v1/tenant/requests`, `/api/v1/tenant/request/{id}`) on a deployment without Redis, where no durable rows or usage are kept',
   upstream_unavailable: 'the upstream call failed before a response (connection refused or reset, DNS); engine-raised summary, so no `x-gw-error`',
   upstream_timeout: 'the upstream sent no response headers within `GW_REQUEST_DEADLINE_S`; engine-raised summary, so no `x-gw-error`',
 };
