@@ -216,15 +216,24 @@ export class SpendCaps {
   private lateReservation(reserving: Promise<ReserveResult>, account: MeterAccount, id: string, amount: number, orgId: string): Reservation {
     this.opts.metrics.spendCapStoreFailures.inc({ op: 'reserve_slow' });
     this.warnUnmetered({ org_id: orgId, waited_ms: RESERVE_WAIT_MS });
+    let settled = false;
     const landed = reserving.then(
-      (r) => (r.admitted ? r.period : undefined),
+      (r) => {
+        if (!r.admitted) return undefined;
+        // landed while its call runs: renewed with the others, so a call longer than the lease keeps its worst case counted
+        if (!settled) this.track(account, id);
+        return r.period;
+      },
       () => undefined,
     );
     return {
       reservedUsd: amount,
       settle: (cost) => {
+        settled = true;
         void landed.then((period) => {
-          if (period !== undefined) this.settleOn(account, period, id, cost ?? amount, orgId);
+          if (period === undefined) return;
+          this.untrack(account, id);
+          this.settleOn(account, period, id, cost ?? amount, orgId);
         });
       },
     };

@@ -108,6 +108,51 @@ const DAY_BODY = Buffer.from(JSON.stringify({ model: 'gpt-4o', max_tokens: 20_00
 const capCall = (org: string) => ({ org: { org_id: org }, provider: 'openai', model: 'gpt-4o', body: DAY_BODY }) as unknown as Call;
 const newCaps = (meter: MeterStore) => new SpendCaps({ docs: new EmbeddedDocStore(), meter, metrics: createMetrics(), log: createLogger('silent') });
 
+/** The embedded meter, with reservations held until `land()` and every renewal noted: a store answering late. */
+function lateMeter(): { meter: MeterStore; land: () => void; renewed: string[] } {
+  const inner = new EmbeddedMeterStore();
+  let land!: () => void;
+  const landed = new Promise<void>((r) => (land = r));
+  const renewed: string[] = [];
+  const meter: MeterStore = {
+    start: () => inner.start(),
+    reserve: async (r) => {
+      await landed;
+      return inner.reserve(r);
+    },
+    settle: (account, period, id, cost) => inner.settle(account, period, id, cost),
+    renew: (account, ids, leaseMs) => {
+      renewed.push(...ids);
+      return inner.renew(account, ids, leaseMs);
+    },
+    figures: (account, kind) => inner.figures(account, kind),
+    take: (name, want, spec) => inner.take(name, want, spec),
+    close: () => inner.close(),
+  };
+  return { meter, land, renewed };
+}
+
+describe('a spend-cap reservation that lands after its call went on unmetered', () => {
+  it('is renewed with the others while its call runs, so a long call keeps its worst case counted, and no longer once settled', async () => {
+    const { meter, land, renewed } = lateMeter();
+    const caps = new SpendCaps({ docs: new EmbeddedDocStore(), meter, metrics: createMetrics(), log: createLogger('silent'), leaseMs: 30 });
+    try {
+      await caps.setCap('acme', 100, 'day');
+      const late = await spendCapStage(caps).admit(capCall('acme'));
+      land();
+      const held = await eventually(async () => renewed.length, (n) => n > 0);
+      assert.ok(held > 0, 'the landed reservation was never renewed: it lapses with its lease while its call runs');
+      late.settle(0.1);
+      await sleep(50);
+      const after = renewed.length;
+      await sleep(100);
+      assert.equal(renewed.length, after, 'a settled reservation is not renewed');
+    } finally {
+      caps.close();
+    }
+  });
+});
+
 describe('spend cap period reset: the embedded store\'s clock alone decides the period', () => {
   it('a new UTC day starts from zero and admits again', async () => {
     // the store's own clock, moved by the test: nothing here reads today's date
