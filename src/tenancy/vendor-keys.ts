@@ -287,8 +287,8 @@ export class VendorKeys implements StoredKeys {
       const d = this.store.get<VendorKeyDoc>('vendor_keys', id);
       if (d) docs.push(d);
     }
-    const only = docs.length === 1 ? docs[0] : undefined;
-    if (docs.length === 0 || (only !== undefined && only.max_inflight === undefined)) return only && this.openDoc(only);
+    if (docs.length === 0) return undefined;
+    if (docs.length === 1 && docs[0]!.max_inflight === undefined) return this.openDoc(docs[0]!);
     const destinations = docs.map((d): StoredDestination => {
       const { credential, location } = this.openDoc(d);
       return { id: destinationId(d.provider, d.name), credential, location, merit: d.merit ?? 0, lastResort: d.last_resort === true, maxInflight: d.max_inflight };
