@@ -33,15 +33,23 @@ async function timedCalls(url: string, n: number): Promise<{ statuses: Set<numbe
 
 const report = (what: string, r: { p50: number; p99: number }) => process.stdout.write(`${what}: relay p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms\n`);
 
+/**
+ * A fake vendor and a gateway whose Redis is behind a proxy the test can stall,
+ * its org under a real rate cap (every request goes through the shared
+ * bucket's leases, never refused by it) and a spend cap of `capUsd`.
+ */
+async function cappedBehindProxy(capUsd: number): Promise<{ fake: FakeOpenAI; behind: Awaited<ReturnType<typeof startGatewayBehindProxy>> }> {
+  const fake = await startFakeOpenAI();
+  const behind = await startGatewayBehindProxy({ ...bootstrap, orgs: [{ org_id: 'rfault', rps_cap: 1000 }] }, { GW_UPSTREAM_OPENAI: fake.origin });
+  assert.equal((await call(behind.gw, '/api/v1/spend_cap/update', { key: devKey, body: { cap_usd: capUsd } })).status, 200);
+  return { fake, behind };
+}
+
 describe('Redis stalled behind a proxy (spend cap and rate limit on the request path)', () => {
   let fake: FakeOpenAI;
   let behind: Awaited<ReturnType<typeof startGatewayBehindProxy>>;
   before(async () => {
-    fake = await startFakeOpenAI();
-    // a real rate cap, so every request goes through the shared bucket's leases
-    const b = { ...bootstrap, orgs: [{ org_id: 'rfault', rps_cap: 1000 }] };
-    behind = await startGatewayBehindProxy(b, { GW_UPSTREAM_OPENAI: fake.origin });
-    assert.equal((await call(behind.gw, '/api/v1/spend_cap/update', { key: devKey, body: { cap_usd: 1000 } })).status, 200);
+    ({ fake, behind } = await cappedBehindProxy(1000));
   });
   after(async () => {
     await behind.close();
@@ -69,11 +77,8 @@ describe('a spend-cap reservation Redis answers late', () => {
     return r.status;
   };
   before(async () => {
-    fake = await startFakeOpenAI();
-    // a cap of 0 refuses every call the metering store answers for; the rate cap is high enough never to refuse first
-    const b = { ...bootstrap, orgs: [{ org_id: 'rfault', rps_cap: 1000 }] };
-    behind = await startGatewayBehindProxy(b, { GW_UPSTREAM_OPENAI: fake.origin });
-    assert.equal((await call(behind.gw, '/api/v1/spend_cap/update', { key: devKey, body: { cap_usd: 0 } })).status, 200);
+    // a cap of 0 refuses every call the metering store answers for
+    ({ fake, behind } = await cappedBehindProxy(0));
   });
   after(async () => {
     await behind.close();
