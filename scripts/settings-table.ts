@@ -59,6 +59,7 @@ export const MEANING: Readonly<Record<string, string>> = {
   GW_SKILL_AUTO_ROLLBACK: 'shown on `/healthz`',
   GW_GUARDRAILS_MODEL_MODE: 'guardrail classifier: `shadow` scores every prompt and only records it, `enforce` refuses with `learned_injection`, `off` does not run; shown on `/healthz`',
   GW_SKILL_THREADS: 'each replica process has its own pool',
+  GW_SKILL_SHADOW_THREADS: "a request's stages never wait behind shadow work for a thread",
   GW_IDP_ISSUER: 'identity-provider mode: expected `iss` of bearer JWTs (docs/api.md, Identity-provider mode)',
   GW_IDP_JWKS: 'required with `GW_IDP_ISSUER`',
   GW_IDP_AUDIENCE: 'expected `aud` of IdP tokens',

@@ -318,6 +318,7 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
       {
         threads: settings.GW_SKILL_THREADS,
         minThreads: settings.GW_SKILL_MIN_THREADS,
+        shadowThreads: settings.GW_SKILL_SHADOW_THREADS,
         tasksPerThread: settings.GW_SKILL_TASKS_PER_THREAD,
         maxQueue: settings.GW_SKILL_MAX_QUEUE,
         idleTimeoutMs: settings.GW_SKILL_IDLE_TIMEOUT_MS,

@@ -82,6 +82,7 @@ export const SettingsSchema = Type.Object({
   GW_BREAKER_SWEEP_S: Seconds(60, 'period of the breaker sweep (one replica sweeps at a time)'),
   GW_SKILL_THREADS: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'skill pool threads per replica (most)' }),
   GW_SKILL_MIN_THREADS: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'skill pool threads kept warm per replica' }),
+  GW_SKILL_SHADOW_THREADS: Type.Integer({ minimum: 1, maximum: 64, default: 1, description: 'skill pool threads per replica for the shadow stages beside dispatch, kept warm, at the lowest CPU priority' }),
   GW_SKILL_TASKS_PER_THREAD: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'skill stages handed to one pool thread at a time: it runs them one after another, without a wake-up between them' }),
   GW_SKILL_MAX_QUEUE: Type.Integer({ minimum: 0, maximum: 65536, default: 256, description: 'skill stages waiting for a thread before a stage is refused as overloaded; the stages requests wait for and the shadow stages beside dispatch are bounded apart, each by this' }),
   GW_SKILL_IDLE_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 30_000, description: 'an idle skill thread above the warm count ends after this' }),

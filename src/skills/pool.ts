@@ -1,4 +1,4 @@
-import { Piscina, type TaskQueue } from 'piscina';
+import { Piscina } from 'piscina';
 import { CATALOG } from '../providers/catalog.js';
 import type { SkillRow } from './table.js';
 import { STAGE_FINISHED, STAGE_RUNNING, STARTED_SLOT_INTS, type FollowerStage, type StageReply, type StageTask, type WorkerEvaluators } from './stage.js';
@@ -18,6 +18,13 @@ import { STAGE_FINISHED, STAGE_RUNNING, STARTED_SLOT_INTS, type FollowerStage, t
  *   waiting) is `overloaded`; a thread that dies mid-stage is `error` (a
  *   respawn, counted).
  *
+ * The shadow stages beside dispatch (measured, never acted on) run on
+ * threads of their own at the lowest CPU priority (worker.ts): a request's
+ * stage never waits behind them for a thread, and where the cores are busy
+ * the scheduler runs the request path first. Sharing threads, a request's
+ * guardrail stage on a single-connection 2 KB body waited 0.8 ms on average
+ * behind the previous request's shadow classifier, 4 ms on a 32 KB body.
+ *
  * Tasks carry no abort signal: piscina runs an abortable task alone on its
  * thread, so each would cost a thread wake-up and a sleep (about 50 µs of CPU
  * per stage here, measured). Without one, a thread takes the stages queued on
@@ -26,8 +33,11 @@ import { STAGE_FINISHED, STAGE_RUNNING, STARTED_SLOT_INTS, type FollowerStage, t
  */
 
 export interface PoolSettings {
+  /** threads for the stages requests wait for */
   threads: number;
   minThreads: number;
+  /** threads for the shadow stages beside dispatch, kept warm; 1 when absent */
+  shadowThreads?: number;
   /** stages handed to one thread at a time: it runs them one after another (a second one waits on its port, not in a wake-up) */
   tasksPerThread: number;
   maxQueue: number;
@@ -41,50 +51,6 @@ export interface PoolObserver {
   threadRespawned(cause: 'backstop' | 'exit'): void;
   /** a stage that ran: its wait for a thread (including the message hops) and its run time in the worker */
   stageTimed(stage: string, queueWaitMs: number, runMs: number): void;
-}
-
-/** What a queued piscina task carries under Piscina.queueOptionsSymbol: which lane of the queue it waits in. */
-interface QueueOptions {
-  beside: boolean;
-}
-type QueuedTask = Parameters<TaskQueue['push']>[0];
-const BESIDE: QueueOptions = { beside: true };
-
-/**
- * The pool's queue, in two lanes: the stages a request waits for before it
- * is dispatched go first, the shadow stages beside dispatch (only measured,
- * never acted on) when none of those waits. A burst of shadow work then
- * never holds up a request's stages until they miss their ceilings.
- */
-class LaneQueue implements TaskQueue {
-  private readonly first: QueuedTask[] = [];
-  private readonly later: QueuedTask[] = [];
-
-  get size(): number {
-    return this.first.length + this.later.length;
-  }
-
-  push(task: QueuedTask): void {
-    this.laneOf(task).push(task);
-  }
-
-  unshift(task: QueuedTask): void {
-    this.laneOf(task).unshift(task);
-  }
-
-  shift(): QueuedTask | null {
-    return this.first.shift() ?? this.later.shift() ?? null;
-  }
-
-  remove(task: QueuedTask): void {
-    const lane = this.laneOf(task);
-    const i = lane.indexOf(task);
-    if (i >= 0) lane.splice(i, 1);
-  }
-
-  private laneOf(task: QueuedTask): QueuedTask[] {
-    return (task[Piscina.queueOptionsSymbol as keyof QueuedTask] as QueueOptions | null)?.beside === true ? this.later : this.first;
-  }
 }
 
 /**
@@ -107,15 +73,15 @@ export type StageRun =
 const workerFile = () => new URL(import.meta.url.endsWith('.ts') ? './worker-tsx.mjs' : './worker.js', import.meta.url);
 
 export class SkillPool {
-  private readonly piscina: Piscina<StageTask, StageReply>;
+  /** the stages a request waits for before dispatch */
+  private readonly requests: Piscina<StageTask, StageReply>;
+  /** the shadow stages beside dispatch, on low-priority threads of their own */
+  private readonly beside: Piscina<StageTask, StageReply>;
+  private readonly shadowThreads: number;
   private closing = false;
   /** stages a request waits for, handed to piscina and not yet settled by it: running, queued, or past their ceiling and not yet stopped */
   private inFlight = 0;
-  /**
-   * the same for shadow work beside dispatch, bounded on its own: in the
-   * queue's later lane it may wait out its ceiling behind a burst of stages
-   * requests wait for, and must never fill the bound those stages are refused by
-   */
+  /** the same for shadow work beside dispatch, bounded on its own so that it never fills the bound a request's stages are refused by */
   private besideInFlight = 0;
   /** threads the backstop is terminating: the stages queued behind the killed one fail with them, and are not respawns of their own */
   private terminating = 0;
@@ -125,29 +91,37 @@ export class SkillPool {
     rows: readonly SkillRow[],
     private readonly observer?: PoolObserver,
   ) {
-    const workerData: WorkerEvaluators = {
-      evaluators: rows.map((r) => ({ id: r.id, module: r.evaluator.module, export: r.evaluator.export })),
-      catalog: [...CATALOG],
+    const evaluators = rows.map((r) => ({ id: r.id, module: r.evaluator.module, export: r.evaluator.export }));
+    const catalog = [...CATALOG];
+    this.shadowThreads = settings.shadowThreads ?? 1;
+    const pool = (minThreads: number, maxThreads: number, background: boolean) => {
+      const workerData: WorkerEvaluators = { evaluators, catalog, ...(background && { background }) };
+      const p = new Piscina<StageTask, StageReply>({
+        filename: workerFile().href,
+        minThreads,
+        maxThreads,
+        // the queue bound is kept here (inFlight), counting what each thread holds too
+        idleTimeout: settings.idleTimeoutMs,
+        concurrentTasksPerWorker: settings.tasksPerThread,
+        workerData,
+        // the pool times its stages itself (PoolObserver); piscina's own histograms would cost every task two more records
+        recordTiming: false,
+      });
+      // a thread that dies between tasks is replaced by piscina; it is not any request's error
+      p.on('error', () => undefined);
+      return p;
     };
-    this.piscina = new Piscina({
-      filename: workerFile().href,
-      minThreads: settings.minThreads,
-      maxThreads: settings.threads,
-      // the queue bound is kept here (inFlight), counting what each thread holds too
-      idleTimeout: settings.idleTimeoutMs,
-      concurrentTasksPerWorker: settings.tasksPerThread,
-      taskQueue: new LaneQueue(),
-      workerData,
-      // the pool times its stages itself (PoolObserver); piscina's own histograms would cost every task two more records
-      recordTiming: false,
-    });
-    // a thread that dies between tasks is replaced by piscina; it is not any request's error
-    this.piscina.on('error', () => undefined);
+    this.requests = pool(settings.minThreads, settings.threads, false);
+    this.beside = pool(this.shadowThreads, this.shadowThreads, true);
   }
 
-  /** Threads alive now, stages waiting for one, and stages handed to the pool and not yet settled (each kind, a request's and beside dispatch, bounded on its own). */
+  /** Threads alive now, stages waiting for one, and stages handed to the pool and not yet settled (a request's and beside dispatch, each bounded on its own). */
   get stats(): { threads: number; queued: number; inFlight: number } {
-    return { threads: this.piscina.threads.length, queued: this.piscina.queueSize, inFlight: this.inFlight + this.besideInFlight };
+    return {
+      threads: this.requests.threads.length + this.beside.threads.length,
+      queued: this.requests.queueSize + this.beside.queueSize,
+      inFlight: this.inFlight + this.besideInFlight,
+    };
   }
 
   /**
@@ -165,14 +139,15 @@ export class SkillPool {
    * acting stages before it let the request go on). Settles with one run per
    * stage, the task's own first, once the task replies or as soon as one of
    * its stages misses its ceiling. `beside`: shadow work beside dispatch,
-   * queued behind every stage a request waits for.
+   * run on the shadow threads.
    */
   runWithFollowers(task: Omit<StageTask, 'deadlineAt' | 'followers'>, ceilingMs: number, followers: readonly FollowerStage[], beside = false): Promise<StageRun[]> {
     const t0 = performance.now();
     const elapsed = () => performance.now() - t0;
     const all = (run: StageRun, rest: StageRun = run) => [run, ...followers.map(() => rest)];
     if (ceilingMs === 0) return Promise.resolve(all({ outcome: 'ceiling_exceeded', detail: 'ceiling 0 ms', ms: 0 }));
-    const { threads, tasksPerThread, maxQueue } = this.settings;
+    const { tasksPerThread, maxQueue } = this.settings;
+    const threads = beside ? this.shadowThreads : this.settings.threads;
     if ((beside ? this.besideInFlight : this.inFlight) >= threads * tasksPerThread + maxQueue) {
       return Promise.resolve(all({ outcome: 'overloaded', detail: `the skill pool is full (${threads} threads × ${tasksPerThread} stages, ${maxQueue} queued)`, ms: 0 }));
     }
@@ -238,11 +213,9 @@ export class SkillPool {
       timer = setTimeout(() => watch(0), shortest);
 
       const stageTask: StageTask = { ...task, deadlineAt, ...(followers.length > 0 && { followers: [...followers] }) };
-      // a symbol-keyed member: the queue reads it, the structured clone to the thread leaves it out
-      if (beside) Object.assign(stageTask, { [Piscina.queueOptionsSymbol]: BESIDE });
       const held = (n: number) => (beside ? (this.besideInFlight += n) : (this.inFlight += n));
       held(1);
-      this.piscina.run(stageTask).then(
+      (beside ? this.beside : this.requests).run(stageTask).then(
         (reply) => {
           finished = true;
           held(-1);
@@ -276,7 +249,7 @@ export class SkillPool {
 
   /** Terminates the thread with this id (piscina replaces it); false when it is already gone. */
   private terminate(threadId: number): boolean {
-    const thread = this.piscina.threads.find((w) => w.threadId === threadId);
+    const thread = [...this.requests.threads, ...this.beside.threads].find((w) => w.threadId === threadId);
     if (thread === undefined) return false;
     this.terminating++;
     // piscina fails the thread's stages in its own exit listener; the count drops after their handlers have run
@@ -294,12 +267,15 @@ export class SkillPool {
    */
   async warm(stage: string): Promise<void> {
     const task = (): StageTask => ({ stage, surface: '', acting: false, body: new Uint8Array(0), deadlineAt: 0, started: new Int32Array(new SharedArrayBuffer(STARTED_SLOT_INTS * 4)) });
-    await Promise.all(Array.from({ length: this.settings.minThreads }, () => this.piscina.run(task())));
+    await Promise.all([
+      ...Array.from({ length: this.settings.minThreads }, () => this.requests.run(task())),
+      ...Array.from({ length: this.shadowThreads }, () => this.beside.run(task())),
+    ]);
   }
 
   /** Ends every thread; stages still running settle as errors. */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.closing = true;
-    return this.piscina.destroy();
+    await Promise.all([this.requests.destroy(), this.beside.destroy()]);
   }
 }

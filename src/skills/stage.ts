@@ -206,4 +206,6 @@ export interface WorkerEvaluators {
   evaluators: ReadonlyArray<{ id: string; module: string; export: string }>;
   /** the main thread's catalog (operator file and self-hosted models applied): a thread's own import holds only the shipped models */
   catalog?: readonly CatalogModel[];
+  /** a thread for shadow work beside dispatch: it lowers its own CPU priority at start */
+  background?: true;
 }

@@ -1,3 +1,4 @@
+import { setPriority } from 'node:os';
 import { threadId, workerData } from 'node:worker_threads';
 import { applyOperatorCatalog } from '../providers/catalog.js';
 import { Deadline, STAGE_FINISHED, STAGE_RUNNING, type Evaluator, type StageInput, type StageReply, type StageResult, type StageTask, type WorkerEvaluators } from './stage.js';
@@ -21,7 +22,22 @@ async function loadEvaluators({ evaluators }: WorkerEvaluators): Promise<Map<str
   return out;
 }
 
+/**
+ * The nice value of a shadow thread: the lowest priority. On Linux a nice
+ * value belongs to one thread, and setPriority's pid 0 is the calling one,
+ * so only this thread yields; where the platform refuses, it keeps the
+ * process's priority and still never holds up a request's stages.
+ */
+const BACKGROUND_NICE = 19;
+
 const data = workerData as WorkerEvaluators;
+if (data.background) {
+  try {
+    setPriority(BACKGROUND_NICE);
+  } catch {
+    // not permitted here: the thread runs at the process's priority
+  }
+}
 // the main thread's catalog holds every shipped model, so applying it over the shipped one reproduces it
 if (data.catalog !== undefined) applyOperatorCatalog(data.catalog);
 const evaluators = await loadEvaluators(data);

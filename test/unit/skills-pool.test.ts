@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { getPriority } from 'node:os';
 import { test } from 'node:test';
 import { SkillPool, type PoolSettings } from '../../src/skills/pool.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
@@ -135,16 +136,19 @@ test('two stages per thread: the second waits on the thread\'s port and runs onc
   assert.equal((await second).outcome, 'done');
 });
 
-test('shadow work beside dispatch waits behind the stages a request waits for, whatever the order they were queued in', async (t) => {
+test('shadow work beside dispatch runs on threads of its own at the lowest priority: a request\'s stage never waits behind it', async (t) => {
   const { pool: p } = pool(t, { maxQueue: 4 });
   await warm(p);
-  const busy = p.run(task('spin'), 150);
-  const beside = p.runWithFollowers(task('count'), LONG_MS, [], true).then((runs) => runs[0]!);
-  const acting = p.run(task('count'), LONG_MS);
-  // the order the thread ran them in: replies that arrive together may settle in either order
-  const ran = (run: Awaited<typeof acting>) => (run.outcome === 'done' ? run.reply.result?.detail?.['run'] : run.outcome);
-  const [, besideRun, actingRun] = await Promise.all([busy, beside, acting]);
-  assert.deepEqual({ request: ran(actingRun), beside: ran(besideRun) }, { request: 1, beside: 2 });
+  // the one shadow thread is busy until this stage's ceiling
+  const beside = p.runWithFollowers(task('spin'), 300, [], true).then(() => 'beside');
+  const request = p.run(task('thread'), LONG_MS);
+  assert.equal(await Promise.race([request.then(() => 'request'), beside]), 'request', 'the request\'s stage ran while the shadow thread was busy');
+  await beside;
+  const [shadow] = await p.runWithFollowers(task('thread'), LONG_MS, [], true);
+  const detail = (run: Awaited<typeof request> | undefined) => (run?.outcome === 'done' ? run.reply.result?.detail : run?.outcome);
+  const [onRequestThread, onShadowThread] = [detail(await request), detail(shadow)] as Array<{ thread: number; nice: number }>;
+  assert.notEqual(onShadowThread!.thread, onRequestThread!.thread);
+  assert.deepEqual([onRequestThread!.nice, onShadowThread!.nice], [getPriority(), 19]);
 });
 
 test('shadow work beside dispatch that fills its own bound is overloaded; a request\'s stage is still taken', async (t) => {
