@@ -525,7 +525,9 @@ describe('POST /v1/execute', () => {
     it('tries the next model when the first cannot be connected to', async () => {
       const refused = await closedPort();
       const { bootstrap: b3, devKey: key3 } = oneTenant('acme-refused');
-      const gw3 = await startTestGateway({ bootstrap: b3, env: { GW_UPSTREAM_MSGVENDOR: `http://127.0.0.1:${refused}`, GW_UPSTREAM_OPENAI: openai.origin } });
+      // on 127.0.0.2: the port was let go, and any listener on 127.0.0.1 bound from port 0 meanwhile (this gateway, or a gateway of
+      // another test process) may have been given it; one answered the call 401 (invalid_developer_key) where nothing should answer
+      const gw3 = await startTestGateway({ bootstrap: b3, env: { GW_UPSTREAM_MSGVENDOR: `http://127.0.0.2:${refused}`, GW_UPSTREAM_OPENAI: openai.origin } });
       try {
         const r = await ask(gw3, '/v1/execute', { key: key3, body: { input: HELLO, target: { model: 'claude-sonnet-4-5', fallbacks: ['gpt-4o-mini'] } }, headers: { 'x-gw-provider-key': 'k' } });
         assert.equal(r.status, 200, JSON.stringify(r.json));
