@@ -243,14 +243,15 @@ export class Pipeline {
     // a full origin is a shed only when it is the answer, not when another destination or candidate took the call
     const shed = !ex.heldBack && ex.outcome?.error instanceof OriginFull ? ex.outcome.error : undefined;
     if (shed) this.deps.inflight.answered();
+    let cost: number | undefined;
     try {
       // nothing went upstream: dispatch refused the call, and its row says so (a refusal at dispatch, no upstream status)
       if (shed) accountRefusalFor(this.accounting, ex, 'dispatch', shed);
-      else accountFor(this.accounting, ex);
+      else cost = accountFor(this.accounting, ex);
     } catch (err) {
       ex.req.log.error({ err }, 'accounting failed; the reply was sent');
     }
-    // accountFor settles on the call's cost; a refusal spent nothing
-    if (shed) ex.settle(0);
+    // settled even when accounting failed (its cost unknown: the whole reservation is kept); a refusal spent nothing
+    ex.settle(shed ? 0 : cost);
   }
 }

@@ -407,8 +407,8 @@ export interface AccountingDeps {
   metrics: Metrics;
 }
 
-/** The finished call's row and metrics; reservations settle on its cost. */
-export function accountFor(deps: AccountingDeps, ex: Exchange): void {
+/** The finished call's row and metrics; returns its cost, which the reservations settle on (undefined: unknown). */
+export function accountFor(deps: AccountingDeps, ex: Exchange): number | undefined {
   const outcome = ex.outcome as RelayOutcome;
   const call = ex.call as NonNullable<Exchange['call']>;
   const surface = ex.surface.id;
@@ -435,7 +435,7 @@ export function accountFor(deps: AccountingDeps, ex: Exchange): void {
     rateLimitRemaining: ex.rateLimitRemaining,
   });
   deps.metrics.recordUsage(call.provider, outcome.usage, cost ?? 0);
-  ex.settle(cost);
+  return cost;
 }
 
 /** what became of each destination of a call with several, counted in the metric; undefined for a call with one */
