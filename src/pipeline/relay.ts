@@ -7,7 +7,7 @@ import type { Metrics } from '../telemetry/metrics.js';
 import type { ReplyTransform, StreamTransform } from '../translate/types.js';
 import { failureKind, type Upstream, type UpstreamCall, type UpstreamSink } from '../upstream/client.js';
 import type { OriginHealth } from '../upstream/health.js';
-import type { UpstreamInflight } from '../upstream/inflight.js';
+import { OriginFull, type OriginSlot, type UpstreamInflight } from '../upstream/inflight.js';
 import { relayResponseHeaders } from './forward-headers.js';
 
 export interface RelayLimits {
@@ -112,6 +112,8 @@ class RelayExchange implements UpstreamSink {
   private call: UpstreamCall | undefined;
   private dispatched = false;
   private origin = '';
+  /** the call's place at its origin, given back when the exchange settles */
+  private slot: OriginSlot | undefined;
 
   constructor(
     private readonly deps: RelayDeps,
@@ -130,12 +132,13 @@ class RelayExchange implements UpstreamSink {
       this.settle(this.res.aborted ? 499 : 504);
       return;
     }
-    const full = this.deps.inflight.enter(request.origin);
-    if (full) {
-      this.res.fail(full);
-      this.settle(full.status, full);
+    const slot = this.deps.inflight.enter(request.origin);
+    if (slot instanceof OriginFull) {
+      this.res.fail(slot);
+      this.settle(slot.status, slot);
       return;
     }
+    this.slot = slot;
     this.dispatched = true;
     this.origin = request.origin;
     this.req.stages.begin(`upstream_${this.provider.id}`);
@@ -311,7 +314,7 @@ class RelayExchange implements UpstreamSink {
   private settle(status: number, error?: GatewayError, usage: Usage | undefined = (this.translator ?? this.reader)?.usage(), replyJson?: unknown): void {
     if (this.settled) return;
     this.settled = true;
-    if (this.dispatched) this.deps.inflight.leave(this.origin);
+    this.slot?.release();
     clearTimeout(this.idle);
     clearTimeout(this.deadline);
     this.req.stages.end();

@@ -10,6 +10,22 @@ import { withoutStack, type LoadMonitor } from '../telemetry/load-monitor.js';
  */
 export class OriginFull extends GatewayError {}
 
+/** One call's place at an origin, from enter() until release(); a second release() is nothing. */
+export class OriginSlot {
+  private held = true;
+
+  constructor(
+    private readonly inflight: UpstreamInflight,
+    readonly origin: string,
+  ) {}
+
+  release(): void {
+    if (!this.held) return;
+    this.held = false;
+    this.inflight.leave(this.origin);
+  }
+}
+
 /** Requests in flight per upstream origin (GW_UPSTREAM_MAX_INFLIGHT). */
 export class UpstreamInflight {
   private readonly counts = new Map<string, number>();
@@ -21,13 +37,13 @@ export class UpstreamInflight {
     private readonly monitor: LoadMonitor,
   ) {}
 
-  /** undefined when the call may go (and must leave() once its reply ended), else the refusal; not a shed until answered() */
-  enter(origin: string): OriginFull | undefined {
+  /** the call's slot at `origin` (released once its reply ended), else the refusal; not a shed until answered() */
+  enter(origin: string): OriginSlot | OriginFull {
     const n = this.counts.get(origin) ?? 0;
     if (n >= this.limit) return this.refusal();
     this.counts.set(origin, n + 1);
     if (n + 1 === this.limit) this.fullOrigins++;
-    return undefined;
+    return new OriginSlot(this, origin);
   }
 
   /** whether any origin is at the limit */
@@ -50,6 +66,7 @@ export class UpstreamInflight {
     this.monitor.noteShed('upstream_inflight');
   }
 
+  /** a slot given back: OriginSlot.release() calls it, once per slot */
   leave(origin: string): void {
     const n = this.counts.get(origin);
     if (n === undefined) return;
