@@ -52,7 +52,8 @@ const FAILS_OPEN = new Set(['admission', 'skills', 'metering']);
  * The request skeleton, one for every surface: authenticate → plan →
  * admission → skills → metering → dispatch, run by one runner, then
  * accounting; dispatch's in-flight rule is also checked before the skills
- * (room.ts), so a request dispatch would shed is shed before it costs a
+ * (room.ts: a call with one origin takes its slot there, which dispatch
+ * sends on), so a request dispatch would shed is shed before it costs a
  * skill pool task. A route row names its surface and its planner; the
  * pipeline does the rest. It knows no uWS and no undici types.
  *

@@ -59,8 +59,9 @@ export function relay(
   provider: ProviderAdapter,
   request: UpstreamRequest,
   reply: ReplyOptions,
+  held: OriginSlot | undefined,
 ): Promise<RelayOutcome> {
-  return new Promise((resolve) => new RelayExchange(deps, req, res, provider, reply, resolve).start(request));
+  return new Promise((resolve) => new RelayExchange(deps, req, res, provider, reply, resolve).start(request, held));
 }
 
 /** How one call's reply is handled. */
@@ -126,13 +127,16 @@ class RelayExchange implements UpstreamSink {
     this.preDispatchMs = req.stages.elapsedMs;
   }
 
-  start(request: UpstreamRequest): void {
+  /** `held`: the slot taken before the skills (src/pipeline/room.ts), the call's own if it goes to that origin, else given back first */
+  start(request: UpstreamRequest, held: OriginSlot | undefined): void {
+    if (held?.origin === request.origin) this.slot = held;
+    else held?.release();
     // answered already (the request deadline passed while a stage waited) or the client left: the vendor is not called
     if (this.res.started || this.res.aborted) {
       this.settle(this.res.aborted ? 499 : 504);
       return;
     }
-    const slot = this.deps.inflight.enter(request.origin);
+    const slot = this.slot ?? this.deps.inflight.enter(request.origin);
     if (slot instanceof OriginFull) {
       this.res.fail(slot);
       this.settle(slot.status, slot);

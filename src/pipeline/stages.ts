@@ -279,7 +279,7 @@ async function send(deps: DispatchDeps, ex: Exchange, servedBy: HeaderList, requ
   const gatewayHeaders = plan.replyHeaders ? [...servedBy, ...plan.replyHeaders] : servedBy;
   ex.servedBy = servedBy.find(([name]) => name === 'x-gw-served-by')?.[1];
   const adapter = deps.providers.get((ex.call as NonNullable<Exchange['call']>).provider);
-  ex.outcome = await relay(deps.relay, ex.req, tapped(ex, sink), adapter, request, { gatewayHeaders, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
+  ex.outcome = await relay(deps.relay, ex.req, tapped(ex, sink), adapter, request, { gatewayHeaders, transform: plan.reply, opaqueReplies: plan.opaqueReplies }, ex.takeSlot());
   if (sink instanceof FallbackSink) ex.heldBack = sink.heldBack;
 }
 

@@ -10,7 +10,12 @@ import { withoutStack, type LoadMonitor } from '../telemetry/load-monitor.js';
  */
 export class OriginFull extends GatewayError {}
 
-/** One call's place at an origin, from enter() until release(); a second release() is nothing. */
+/**
+ * One call's place at an origin, from enter() until release(). A slot is
+ * taken before the skills for a call with one origin (src/pipeline/room.ts)
+ * and handed to the relay; whoever holds it last gives it back, and a second
+ * release() (the relay's settle after the exchange's end, say) is nothing.
+ */
 export class OriginSlot {
   private held = true;
 
@@ -26,10 +31,15 @@ export class OriginSlot {
   }
 }
 
-/** Requests in flight per upstream origin (GW_UPSTREAM_MAX_INFLIGHT). */
+/**
+ * Requests in flight per upstream origin (GW_UPSTREAM_MAX_INFLIGHT): those
+ * sent, and those whose slot was taken before the skills and which are on
+ * their way to dispatch (a burst past the limit is shed before it costs a
+ * skill pool task, not after).
+ */
 export class UpstreamInflight {
   private readonly counts = new Map<string, number>();
-  /** origins at the limit now: while none is, no call can be shed here, and the check before the skills costs one read */
+  /** origins at the limit now: while none is, no call with several destinations can be shed before the skills, and checking costs one read */
   private fullOrigins = 0;
 
   constructor(
@@ -37,7 +47,7 @@ export class UpstreamInflight {
     private readonly monitor: LoadMonitor,
   ) {}
 
-  /** the call's slot at `origin` (released once its reply ended), else the refusal; not a shed until answered() */
+  /** the call's slot at `origin` (released once its reply ended, or once it will not be sent there), else the refusal; not a shed until answered() */
   enter(origin: string): OriginSlot | OriginFull {
     const n = this.counts.get(origin) ?? 0;
     if (n >= this.limit) return this.refusal();
