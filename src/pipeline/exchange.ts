@@ -1,6 +1,7 @@
 import type { Presented } from '../http/credentials.js';
 import type { GatewayRequest, ResponseSink, Surface } from '../http/types.js';
 import type { Caller } from '../tenancy/types.js';
+import type { OriginSlot } from '../upstream/inflight.js';
 import type { RelayOutcome } from './relay.js';
 import { ADMITTED, type Admission, type Call, type DispatchStep, type Plan, type ReplyTap, type RequestFacts, type RouteRow, type ServedBy, type SkillChoices, type SkillReports, type StageName } from './types.js';
 
@@ -43,6 +44,8 @@ export class Exchange implements RequestFacts {
   rateLimitRemaining: number | undefined;
   /** what admission and metering reserved, settled at accounting (undefined: nothing to settle) */
   private held: Admission[] | undefined;
+  /** the slot at the call's origin taken before the skills (room.ts), until dispatch sends on it or the exchange ends without */
+  private slot: OriginSlot | undefined;
 
   constructor(
     readonly req: GatewayRequest,
@@ -61,8 +64,26 @@ export class Exchange implements RequestFacts {
     (this.held ??= []).push(a);
   }
 
-  /** settles every reservation once, with the call's cost (0: released, nothing was spent); read the reservation before */
+  /** keeps the call's origin slot for dispatch; a client that leaves gives it back at once (the call will not be sent) */
+  holdSlot(slot: OriginSlot): void {
+    this.slot = slot;
+    this.res.onAbort(() => this.takeSlot()?.release());
+  }
+
+  /** the origin slot, now the relay's to send on or give back (undefined: none held) */
+  takeSlot(): OriginSlot | undefined {
+    const slot = this.slot;
+    this.slot = undefined;
+    return slot;
+  }
+
+  /**
+   * Settles every reservation once, with the call's cost (0: released,
+   * nothing was spent); read the reservation before. Every exchange ends
+   * here, so an origin slot dispatch did not take is given back here too.
+   */
   settle(cost: number | undefined): void {
+    this.takeSlot()?.release();
     const held = this.held;
     this.held = undefined;
     this.reservedUsd = undefined;

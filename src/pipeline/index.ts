@@ -52,7 +52,8 @@ const FAILS_OPEN = new Set(['admission', 'skills', 'metering']);
  * The request skeleton, one for every surface: authenticate → plan →
  * admission → skills → metering → dispatch, run by one runner, then
  * accounting; dispatch's in-flight rule is also checked before the skills
- * (room.ts), so a request dispatch would shed is shed before it costs a
+ * (room.ts: a call with one origin takes its slot there, which dispatch
+ * sends on), so a request dispatch would shed is shed before it costs a
  * skill pool task. A route row names its surface and its planner; the
  * pipeline does the rest. It knows no uWS and no undici types.
  *
@@ -243,14 +244,15 @@ export class Pipeline {
     // a full origin is a shed only when it is the answer, not when another destination or candidate took the call
     const shed = !ex.heldBack && ex.outcome?.error instanceof OriginFull ? ex.outcome.error : undefined;
     if (shed) this.deps.inflight.answered();
+    let cost: number | undefined;
     try {
       // nothing went upstream: dispatch refused the call, and its row says so (a refusal at dispatch, no upstream status)
       if (shed) accountRefusalFor(this.accounting, ex, 'dispatch', shed);
-      else accountFor(this.accounting, ex);
+      else cost = accountFor(this.accounting, ex);
     } catch (err) {
       ex.req.log.error({ err }, 'accounting failed; the reply was sent');
     }
-    // accountFor settles on the call's cost; a refusal spent nothing
-    if (shed) ex.settle(0);
+    // settled even when accounting failed (its cost unknown: the whole reservation is kept); a refusal spent nothing
+    ex.settle(shed ? 0 : cost);
   }
 }

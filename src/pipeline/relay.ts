@@ -7,7 +7,7 @@ import type { Metrics } from '../telemetry/metrics.js';
 import type { ReplyTransform, StreamTransform } from '../translate/types.js';
 import { failureKind, type Upstream, type UpstreamCall, type UpstreamSink } from '../upstream/client.js';
 import type { OriginHealth } from '../upstream/health.js';
-import type { UpstreamInflight } from '../upstream/inflight.js';
+import { OriginFull, type OriginSlot, type UpstreamInflight } from '../upstream/inflight.js';
 import { relayResponseHeaders } from './forward-headers.js';
 
 export interface RelayLimits {
@@ -59,8 +59,9 @@ export function relay(
   provider: ProviderAdapter,
   request: UpstreamRequest,
   reply: ReplyOptions,
+  held: OriginSlot | undefined,
 ): Promise<RelayOutcome> {
-  return new Promise((resolve) => new RelayExchange(deps, req, res, provider, reply, resolve).start(request));
+  return new Promise((resolve) => new RelayExchange(deps, req, res, provider, reply, resolve).start(request, held));
 }
 
 /** How one call's reply is handled. */
@@ -112,6 +113,8 @@ class RelayExchange implements UpstreamSink {
   private call: UpstreamCall | undefined;
   private dispatched = false;
   private origin = '';
+  /** the call's place at its origin, given back when the exchange settles */
+  private slot: OriginSlot | undefined;
 
   constructor(
     private readonly deps: RelayDeps,
@@ -124,18 +127,22 @@ class RelayExchange implements UpstreamSink {
     this.preDispatchMs = req.stages.elapsedMs;
   }
 
-  start(request: UpstreamRequest): void {
+  /** `held`: the slot taken before the skills (src/pipeline/room.ts), the call's own if it goes to that origin, else given back first */
+  start(request: UpstreamRequest, held: OriginSlot | undefined): void {
+    if (held?.origin === request.origin) this.slot = held;
+    else held?.release();
     // answered already (the request deadline passed while a stage waited) or the client left: the vendor is not called
     if (this.res.started || this.res.aborted) {
       this.settle(this.res.aborted ? 499 : 504);
       return;
     }
-    const full = this.deps.inflight.enter(request.origin);
-    if (full) {
-      this.res.fail(full);
-      this.settle(full.status, full);
+    const slot = this.slot ?? this.deps.inflight.enter(request.origin);
+    if (slot instanceof OriginFull) {
+      this.res.fail(slot);
+      this.settle(slot.status, slot);
       return;
     }
+    this.slot = slot;
     this.dispatched = true;
     this.origin = request.origin;
     this.req.stages.begin(`upstream_${this.provider.id}`);
@@ -311,7 +318,7 @@ class RelayExchange implements UpstreamSink {
   private settle(status: number, error?: GatewayError, usage: Usage | undefined = (this.translator ?? this.reader)?.usage(), replyJson?: unknown): void {
     if (this.settled) return;
     this.settled = true;
-    if (this.dispatched) this.deps.inflight.leave(this.origin);
+    this.slot?.release();
     clearTimeout(this.idle);
     clearTimeout(this.deadline);
     this.req.stages.end();

@@ -279,7 +279,7 @@ async function send(deps: DispatchDeps, ex: Exchange, servedBy: HeaderList, requ
   const gatewayHeaders = plan.replyHeaders ? [...servedBy, ...plan.replyHeaders] : servedBy;
   ex.servedBy = servedBy.find(([name]) => name === 'x-gw-served-by')?.[1];
   const adapter = deps.providers.get((ex.call as NonNullable<Exchange['call']>).provider);
-  ex.outcome = await relay(deps.relay, ex.req, tapped(ex, sink), adapter, request, { gatewayHeaders, transform: plan.reply, opaqueReplies: plan.opaqueReplies });
+  ex.outcome = await relay(deps.relay, ex.req, tapped(ex, sink), adapter, request, { gatewayHeaders, transform: plan.reply, opaqueReplies: plan.opaqueReplies }, ex.takeSlot());
   if (sink instanceof FallbackSink) ex.heldBack = sink.heldBack;
 }
 
@@ -407,8 +407,8 @@ export interface AccountingDeps {
   metrics: Metrics;
 }
 
-/** The finished call's row and metrics; reservations settle on its cost. */
-export function accountFor(deps: AccountingDeps, ex: Exchange): void {
+/** The finished call's row and metrics; returns its cost, which the reservations settle on (undefined: unknown). */
+export function accountFor(deps: AccountingDeps, ex: Exchange): number | undefined {
   const outcome = ex.outcome as RelayOutcome;
   const call = ex.call as NonNullable<Exchange['call']>;
   const surface = ex.surface.id;
@@ -435,7 +435,7 @@ export function accountFor(deps: AccountingDeps, ex: Exchange): void {
     rateLimitRemaining: ex.rateLimitRemaining,
   });
   deps.metrics.recordUsage(call.provider, outcome.usage, cost ?? 0);
-  ex.settle(cost);
+  return cost;
 }
 
 /** what became of each destination of a call with several, counted in the metric; undefined for a call with one */

@@ -6,12 +6,22 @@ import { openai, openaiRequestedOutput } from './openai.js';
 const RESOURCE_HOST = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\.(?:openai\.azure\.com|cognitiveservices\.azure\.com)$/;
 
 /**
+ * Endpoints already allowed, with their origins: parsing one costs over a
+ * microsecond, and each call to a resource asks again (before the skills and
+ * at dispatch). Bounded, since callers name their own.
+ */
+const allowedEndpoints = new Map<string, string>();
+const MAX_ALLOWED_KEPT = 1024;
+
+/**
  * The resource origin named by `value` (a caller's x-gw-azure-endpoint or a
  * stored key's endpoint), or a 400: only `https://<resource>.openai.azure.com`
  * and `https://<resource>.cognitiveservices.azure.com`, with no port, userinfo,
  * path beyond `/`, query or fragment, so the gateway never becomes an open proxy.
  */
 export function cloudxEndpoint(value: string): string {
+  const known = allowedEndpoints.get(value);
+  if (known !== undefined) return known;
   let url: URL;
   try {
     url = new URL(value);
@@ -31,7 +41,10 @@ export function cloudxEndpoint(value: string): string {
     // the URL parser forgives backslashes, tabs and the like; the raw value must already be the clean origin
     /^https:\/\/[A-Za-z0-9.-]+\/?$/.test(value);
   if (!clean) throw notAllowed(value);
-  return `https://${host}`;
+  const origin = `https://${host}`;
+  if (allowedEndpoints.size >= MAX_ALLOWED_KEPT) allowedEndpoints.clear();
+  allowedEndpoints.set(value, origin);
+  return origin;
 }
 
 const notAllowed = (value: string) =>

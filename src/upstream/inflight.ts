@@ -10,10 +10,36 @@ import { withoutStack, type LoadMonitor } from '../telemetry/load-monitor.js';
  */
 export class OriginFull extends GatewayError {}
 
-/** Requests in flight per upstream origin (GW_UPSTREAM_MAX_INFLIGHT). */
+/**
+ * One call's place at an origin, from enter() until release(). A slot is
+ * taken before the skills for a call with one origin (src/pipeline/room.ts)
+ * and handed to the relay; whoever holds it last gives it back, and a second
+ * release() (the relay's settle after the exchange's end, say) is nothing.
+ */
+export class OriginSlot {
+  private held = true;
+
+  constructor(
+    private readonly inflight: UpstreamInflight,
+    readonly origin: string,
+  ) {}
+
+  release(): void {
+    if (!this.held) return;
+    this.held = false;
+    this.inflight.leave(this.origin);
+  }
+}
+
+/**
+ * Requests in flight per upstream origin (GW_UPSTREAM_MAX_INFLIGHT): those
+ * sent, and those whose slot was taken before the skills and which are on
+ * their way to dispatch (a burst past the limit is shed before it costs a
+ * skill pool task, not after).
+ */
 export class UpstreamInflight {
   private readonly counts = new Map<string, number>();
-  /** origins at the limit now: while none is, no call can be shed here, and the check before the skills costs one read */
+  /** origins at the limit now: while none is, no call with several destinations can be shed before the skills, and checking costs one read */
   private fullOrigins = 0;
 
   constructor(
@@ -21,13 +47,13 @@ export class UpstreamInflight {
     private readonly monitor: LoadMonitor,
   ) {}
 
-  /** undefined when the call may go (and must leave() once its reply ended), else the refusal; not a shed until answered() */
-  enter(origin: string): OriginFull | undefined {
+  /** the call's slot at `origin` (released once its reply ended, or once it will not be sent there), else the refusal; not a shed until answered() */
+  enter(origin: string): OriginSlot | OriginFull {
     const n = this.counts.get(origin) ?? 0;
     if (n >= this.limit) return this.refusal();
     this.counts.set(origin, n + 1);
     if (n + 1 === this.limit) this.fullOrigins++;
-    return undefined;
+    return new OriginSlot(this, origin);
   }
 
   /** whether any origin is at the limit */
@@ -50,6 +76,7 @@ export class UpstreamInflight {
     this.monitor.noteShed('upstream_inflight');
   }
 
+  /** a slot given back: OriginSlot.release() calls it, once per slot */
   leave(origin: string): void {
     const n = this.counts.get(origin);
     if (n === undefined) return;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LoadMonitor } from '../../src/telemetry/load-monitor.js';
-import { OriginFull, UpstreamInflight } from '../../src/upstream/inflight.js';
+import { OriginFull, OriginSlot, UpstreamInflight } from '../../src/upstream/inflight.js';
 
 /** A monitor on a clock the test moves: each `tick(late)` is one timer firing `late` ms after it was due. */
 function driven(opts: { stallShedShare?: number; ingressBudget?: number } = {}) {
@@ -83,32 +83,44 @@ describe('load monitor', () => {
     const shed: string[] = [];
     const m = new LoadMonitor({ windowMs: 1000, stallShedShare: 0.5, countShed: (where) => shed.push(where) });
     const origins = new UpstreamInflight(1, m);
-    assert.equal(origins.enter('http://a'), undefined);
+    const slot = origins.enter('http://a');
+    assert.ok(slot instanceof OriginSlot);
     const full = origins.enter('http://a');
     assert.ok(full instanceof OriginFull);
     assert.equal(full.type, 'overloaded');
     assert.equal(full.carriesHeader, false, 'a dispatch-side shed carries no x-gw-error');
     assert.equal(full.retryAfterS, 1);
-    assert.equal(origins.enter('http://b'), undefined, 'another origin has room');
+    assert.ok(origins.enter('http://b') instanceof OriginSlot, 'another origin has room');
     assert.deepEqual([shed, m.shedding], [[], false], 'refused, yet no request was shed: another destination may take it');
     origins.answered();
     assert.deepEqual([shed, m.shedding], [['upstream_inflight'], true]);
-    origins.leave('http://a');
-    assert.equal(origins.enter('http://a'), undefined, 'room again once a call left');
+    slot.release();
+    assert.ok(origins.enter('http://a') instanceof OriginSlot, 'room again once a call left');
+  });
+
+  it('a slot given back twice is given back once: it never frees another call\'s', () => {
+    const origins = new UpstreamInflight(2, new LoadMonitor({ windowMs: 1000, stallShedShare: 0.5 }));
+    const first = origins.enter('http://a') as OriginSlot;
+    origins.enter('http://a');
+    first.release();
+    first.release();
+    assert.equal(origins.full('http://a'), false);
+    assert.ok(origins.enter('http://a') instanceof OriginSlot);
+    assert.ok(origins.enter('http://a') instanceof OriginFull, 'the other call still holds its slot');
   });
 
   it('says, without entering, which origins are full and whether any is', () => {
     const origins = new UpstreamInflight(2, new LoadMonitor({ windowMs: 1000, stallShedShare: 0.5 }));
-    origins.enter('http://a');
+    const a = origins.enter('http://a') as OriginSlot;
     assert.deepEqual([origins.anyFull, origins.full('http://a')], [false, false]);
     origins.enter('http://a');
-    origins.enter('http://b');
+    const b = origins.enter('http://b') as OriginSlot;
     origins.enter('http://b');
     assert.deepEqual([origins.anyFull, origins.full('http://a'), origins.full('http://b'), origins.full('http://c')], [true, true, true, false]);
     assert.ok(origins.enter('http://a') instanceof OriginFull, 'a refused call takes no slot');
-    origins.leave('http://a');
+    a.release();
     assert.deepEqual([origins.anyFull, origins.full('http://a')], [true, false], 'b is still full');
-    origins.leave('http://b');
+    b.release();
     assert.equal(origins.anyFull, false);
   });
 });
