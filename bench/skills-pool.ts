@@ -18,7 +18,7 @@ const concurrency = Number(values.concurrency);
 const stages = Number(values.stages);
 
 const pool = new SkillPool(
-  { threads, minThreads: threads, tasksPerThread, maxQueue: 1024, idleTimeoutMs: 60_000, abortGraceMs: 100 },
+  { threads, minThreads: threads, shadowThreads: 1, tasksPerThread, maxQueue: 1024, idleTimeoutMs: 60_000, abortGraceMs: 100 },
   [{ id: 'bench', kind: 'guardrail', evaluator: { module: new URL('./skills-evaluator.ts', import.meta.url).href, export: 'parseAndCount' }, shadowBesideDispatch: true, order: 1 }],
 );
 

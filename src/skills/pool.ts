@@ -36,8 +36,8 @@ export interface PoolSettings {
   /** threads for the stages requests wait for */
   threads: number;
   minThreads: number;
-  /** threads for the shadow stages beside dispatch, kept warm; 1 when absent */
-  shadowThreads?: number;
+  /** threads for the shadow stages beside dispatch, kept warm */
+  shadowThreads: number;
   /** stages handed to one thread at a time: it runs them one after another (a second one waits on its port, not in a wake-up) */
   tasksPerThread: number;
   maxQueue: number;
@@ -77,7 +77,6 @@ export class SkillPool {
   private readonly requests: Piscina<StageTask, StageReply>;
   /** the shadow stages beside dispatch, on low-priority threads of their own */
   private readonly beside: Piscina<StageTask, StageReply>;
-  private readonly shadowThreads: number;
   private closing = false;
   /** stages a request waits for, handed to piscina and not yet settled by it: running, queued, or past their ceiling and not yet stopped */
   private inFlight = 0;
@@ -93,7 +92,6 @@ export class SkillPool {
   ) {
     const evaluators = rows.map((r) => ({ id: r.id, module: r.evaluator.module, export: r.evaluator.export }));
     const catalog = [...CATALOG];
-    this.shadowThreads = settings.shadowThreads ?? 1;
     const pool = (minThreads: number, maxThreads: number, background: boolean) => {
       const workerData: WorkerEvaluators = { evaluators, catalog, ...(background && { background }) };
       const p = new Piscina<StageTask, StageReply>({
@@ -112,7 +110,7 @@ export class SkillPool {
       return p;
     };
     this.requests = pool(settings.minThreads, settings.threads, false);
-    this.beside = pool(this.shadowThreads, this.shadowThreads, true);
+    this.beside = pool(settings.shadowThreads, settings.shadowThreads, true);
   }
 
   /** Threads alive now, stages waiting for one, and stages handed to the pool and not yet settled (a request's and beside dispatch, each bounded on its own). */
@@ -147,7 +145,7 @@ export class SkillPool {
     const all = (run: StageRun, rest: StageRun = run) => [run, ...followers.map(() => rest)];
     if (ceilingMs === 0) return Promise.resolve(all({ outcome: 'ceiling_exceeded', detail: 'ceiling 0 ms', ms: 0 }));
     const { tasksPerThread, maxQueue } = this.settings;
-    const threads = beside ? this.shadowThreads : this.settings.threads;
+    const threads = beside ? this.settings.shadowThreads : this.settings.threads;
     if ((beside ? this.besideInFlight : this.inFlight) >= threads * tasksPerThread + maxQueue) {
       return Promise.resolve(all({ outcome: 'overloaded', detail: `the skill pool is full (${threads} threads × ${tasksPerThread} stages, ${maxQueue} queued)`, ms: 0 }));
     }
@@ -269,7 +267,7 @@ export class SkillPool {
     const task = (): StageTask => ({ stage, surface: '', acting: false, body: new Uint8Array(0), deadlineAt: 0, started: new Int32Array(new SharedArrayBuffer(STARTED_SLOT_INTS * 4)) });
     await Promise.all([
       ...Array.from({ length: this.settings.minThreads }, () => this.requests.run(task())),
-      ...Array.from({ length: this.shadowThreads }, () => this.beside.run(task())),
+      ...Array.from({ length: this.settings.shadowThreads }, () => this.beside.run(task())),
     ]);
   }
 

@@ -22,7 +22,7 @@ const task = (body: unknown, acting = true) => sharedTask('semantic_cache', 'mes
 const messages = (text: string) => ({ model: 'm', max_tokens: 200, system: 'You plan trips.', messages: [{ role: 'user', content: [{ type: 'text', text }] }] });
 
 test('semantic_cache through a real pool thread: the keys cross back intact and drive the main-thread lookup', async (t) => {
-  const pool = new SkillPool({ threads: 1, minThreads: 1, tasksPerThread: 1, maxQueue: 1, idleTimeoutMs: LONG_MS, abortGraceMs: 100 }, [ROW]);
+  const pool = new SkillPool({ threads: 1, minThreads: 1, shadowThreads: 1, tasksPerThread: 1, maxQueue: 1, idleTimeoutMs: LONG_MS, abortGraceMs: 100 }, [ROW]);
   t.after(() => pool.close());
   const keysOf = async (text: string, acting = true) => {
     const run = await pool.run(task(messages(text), acting), LONG_MS);

@@ -39,7 +39,7 @@ let keySkills: KeySkills;
 let keys = 0;
 
 before(async () => {
-  pool = new SkillPool({ threads: 2, minThreads: 2, tasksPerThread: 1, maxQueue: 8, idleTimeoutMs: 60_000, abortGraceMs: 50 }, POOL_ROWS);
+  pool = new SkillPool({ threads: 2, minThreads: 2, shadowThreads: 1, tasksPerThread: 1, maxQueue: 8, idleTimeoutMs: 60_000, abortGraceMs: 50 }, POOL_ROWS);
   store = new EmbeddedDocStore();
   await store.start();
   keySkills = new KeySkills(store, 5_000);

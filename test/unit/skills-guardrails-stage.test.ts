@@ -15,7 +15,7 @@ let store: EmbeddedDocStore;
 let modes: KeySkills;
 
 before(async () => {
-  pool = new SkillPool({ threads: 1, minThreads: 1, tasksPerThread: 1, maxQueue: 8, idleTimeoutMs: 60_000, abortGraceMs: 50 }, SKILLS);
+  pool = new SkillPool({ threads: 1, minThreads: 1, shadowThreads: 1, tasksPerThread: 1, maxQueue: 8, idleTimeoutMs: 60_000, abortGraceMs: 50 }, SKILLS);
   store = new EmbeddedDocStore();
   await store.start();
   modes = new KeySkills(store, 5_000);

@@ -19,7 +19,7 @@ const ROWS = [
   guardrailRow('thread', 'describeThread', 7),
   guardrailRow('count', 'countRuns', 9),
 ];
-const SETTINGS: PoolSettings = { threads: 1, minThreads: 1, tasksPerThread: 1, maxQueue: 1, idleTimeoutMs: 60_000, abortGraceMs: 20 };
+const SETTINGS: PoolSettings = { threads: 1, minThreads: 1, shadowThreads: 1, tasksPerThread: 1, maxQueue: 1, idleTimeoutMs: 60_000, abortGraceMs: 20 };
 const LONG_MS = 60_000;
 
 function pool(t: { after(fn: () => Promise<void>): void }, settings: Partial<PoolSettings> = {}) {

@@ -141,7 +141,7 @@ describe('the fold ledger', () => {
 describe('through a real SkillPool with the table rows', () => {
   // a model the main thread's catalog holds beyond the shipped ones (as a self-hosted destination's would be)
   joinCatalog([{ id: 'house-model', provider: 'openai', price: { input: 4, output: 8, cached_input: 1, cache_write: 4 }, context_window: 100_000, max_output_tokens: 4096, capabilities: ['chat', 'tools'] }]);
-  const pool = new SkillPool({ threads: 1, minThreads: 1, tasksPerThread: 1, maxQueue: 4, idleTimeoutMs: 60_000, abortGraceMs: 50 }, SKILLS);
+  const pool = new SkillPool({ threads: 1, minThreads: 1, shadowThreads: 1, tasksPerThread: 1, maxQueue: 4, idleTimeoutMs: 60_000, abortGraceMs: 50 }, SKILLS);
   after(() => pool.close());
   const task = (surface: string, json: unknown, context: StageContext) => sharedTask('agent_trajectory_compaction', surface, json, true, context);
 
