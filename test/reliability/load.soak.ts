@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { readFile } from 'node:fs/promises';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
-import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { bootstrapFile, oneTenant } from '../helpers/gateway.js';
+import { spawnGateway, stopGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { eventually } from '../helpers/wait.js';
 
 /**
  * Soak tier (npm run test:soak, before a release): sequential requests for
@@ -25,9 +28,15 @@ const pct = (xs: number[], p: number) => {
 };
 const spread = (xs: number[]) => `p50 ${pct(xs, 0.5).toFixed(2)} ms, p99 ${pct(xs, 0.99).toFixed(2)} ms`;
 
-/** the access lines' times (ms from accepted to answered) of what `gw` answered since log line `from`, admitted and shed */
-function atTheGateway(gw: TestGateway, from: number): { admitted: number[]; shed: number[] } {
-  const lines = gw.logs.slice(from).filter((l) => l.includes('"msg":"request"'));
+/**
+ * The access lines' times (ms from accepted to answered) of the `answered`
+ * requests `gw` answered since its log line `from`, admitted and shed; waits
+ * for them, since the gateway writes its lines in batches, at least once a second.
+ */
+async function atTheGateway(gw: GatewayProcess, from: number, answered: number): Promise<{ admitted: number[]; shed: number[] }> {
+  const accessLines = () => gw.lines.slice(from).filter((l) => l.includes('"msg":"request"'));
+  await eventually(() => accessLines().length >= answered, `${answered} access lines`);
+  const lines = accessLines();
   const out = { admitted: [] as number[], shed: [] as number[] };
   for (const l of lines) {
     const { status, ms } = JSON.parse(l) as { status: number; ms: number };
@@ -39,35 +48,42 @@ function atTheGateway(gw: TestGateway, from: number): { admitted: number[]; shed
 describe('load at capacity and at twice capacity (soak)', () => {
   let fake: FakeOpenAI;
   /** capacity: GW_UPSTREAM_MAX_INFLIGHT calls to the vendor (a dispatch-side shed past it) */
-  let dispatchBound: TestGateway;
+  let dispatchBound: GatewayProcess;
   /** capacity: GW_INGRESS_BUDGET, the bodies of CAPACITY requests (a transport shed past it) */
-  let ingressBound: TestGateway;
-  const rss: number[] = [];
+  let ingressBound: GatewayProcess;
+  /** each gateway's RSS after each of its rounds, in MiB */
+  const rss = new Map<GatewayProcess, number[]>();
   before(async () => {
     fake = await startFakeOpenAI();
-    dispatchBound = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_UPSTREAM_MAX_INFLIGHT: String(CAPACITY) } });
-    ingressBound = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_INGRESS_BUDGET: String(CAPACITY * body.length) } });
+    const env = { GW_BOOTSTRAP: await bootstrapFile(bootstrap), GW_LOG_LEVEL: 'info', GW_UPSTREAM_OPENAI: fake.origin };
+    dispatchBound = await spawnGateway({ ...env, GW_UPSTREAM_MAX_INFLIGHT: String(CAPACITY) });
+    ingressBound = await spawnGateway({ ...env, GW_INGRESS_BUDGET: String(CAPACITY * body.length) });
   });
   after(async () => {
-    await dispatchBound.close();
-    await ingressBound.close();
-    await fake.close();
-    process.stdout.write(`RSS series (MiB): ${rss.map((b) => Math.round(b / 2 ** 20)).join(' ')}\n`);
+    for (const gw of [dispatchBound, ingressBound]) if (gw) await stopGateway(gw);
+    await fake?.close();
+    for (const [gw, series] of rss) process.stdout.write(`RSS series of the ${gw === dispatchBound ? 'dispatch' : 'ingress'}-bound gateway (MiB): ${series.join(' ')}\n`);
   });
 
-  const round = async (gw: TestGateway, concurrency: number) => {
+  /** the gateway process's resident set, from /proc (Linux) */
+  const rssMiB = async (gw: GatewayProcess) => {
+    const kb = /VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${gw.child.pid}/status`, 'utf8'))?.[1];
+    return Math.round(Number(kb) / 1024);
+  };
+
+  const round = async (gw: GatewayProcess, concurrency: number) => {
     const admitted: number[] = [];
     const shed: number[] = [];
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
         const t = performance.now();
-        const r = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-gw-provider-key': 'sk' }, body });
+        const r = await fetch(`http://127.0.0.1:${gw.port}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gw-key': devKey, 'x-gw-provider-key': 'sk' }, body });
         await r.arrayBuffer();
         (r.status === 503 ? shed : admitted).push(performance.now() - t);
         assert.ok(r.status === 200 || r.status === 503, `status ${r.status}`);
       }),
     );
-    rss.push(process.memoryUsage().rss);
+    rss.set(gw, [...(rss.get(gw) ?? []), await rssMiB(gw)]);
     return { admitted, shed };
   };
 
@@ -75,14 +91,14 @@ describe('load at capacity and at twice capacity (soak)', () => {
   let unloadedP99 = 0;
   let unloadedAtGatewayP99 = 0;
   it('unloaded: sequential requests, the baseline', async () => {
-    const from = dispatchBound.logs.length;
+    const from = dispatchBound.lines.length;
     const ms: number[] = [];
     for (let i = 0; i < ROUNDS * 4; i++) {
       const r = await round(dispatchBound, 1);
       ms.push(...r.admitted);
     }
     unloadedP99 = pct(ms, 0.99);
-    const gateway = atTheGateway(dispatchBound, from).admitted;
+    const gateway = (await atTheGateway(dispatchBound, from, ms.length)).admitted;
     unloadedAtGatewayP99 = pct(gateway, 0.99);
     process.stdout.write(`unloaded: ${ms.length} requests, p50 ${pct(ms, 0.5).toFixed(1)} ms, p99 ${unloadedP99.toFixed(1)} ms; at the gateway: ${spread(gateway)}\n`);
     assert.equal(ms.length, ROUNDS * 4);
@@ -96,7 +112,7 @@ describe('load at capacity and at twice capacity (soak)', () => {
   for (const [name, factor, target] of phases) {
     it(`${name}: every request answered 200 or 503 overloaded`, async () => {
       const gw = target();
-      const from = gw.logs.length;
+      const from = gw.lines.length;
       const admitted: number[] = [];
       const shed: number[] = [];
       for (let i = 0; i < ROUNDS; i++) {
@@ -105,7 +121,7 @@ describe('load at capacity and at twice capacity (soak)', () => {
         shed.push(...r.shed);
       }
       const p99 = pct(admitted, 0.99);
-      const gateway = atTheGateway(gw, from);
+      const gateway = await atTheGateway(gw, from, admitted.length + shed.length);
       process.stdout.write(
         `${name}: ${admitted.length} admitted, p50 ${pct(admitted, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (${(p99 / unloadedP99).toFixed(2)}× unloaded); ${shed.length} shed, ${spread(shed)}; ` +
           `at the gateway: admitted ${spread(gateway.admitted)} (${(pct(gateway.admitted, 0.99) / unloadedAtGatewayP99).toFixed(2)}× unloaded), shed ${spread(gateway.shed)}\n`,
