@@ -5,7 +5,7 @@ import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { ibanValid, luhn } from '../../src/skills/pii/checksums.js';
 import { findPii } from '../../src/skills/pii/find.js';
 import { evaluatePiiRedaction } from '../../src/skills/pii/index.js';
-import type { PiiKind } from '../../src/skills/pii/recognizers.js';
+import { RECOGNIZERS, type PiiKind } from '../../src/skills/pii/recognizers.js';
 import { restoreBody, streamRestorer, TextRestorer } from '../../src/skills/pii/restore.js';
 import { VIEW_MAX_BYTES } from '../../src/skills/views/index.js';
 import { NO_DEADLINE, PASSED, stageInput } from '../helpers/stage-input.js';
@@ -102,10 +102,27 @@ describe('pii recognizers', () => {
     assert.ok(found.every((f, i) => i === 0 || (found[i - 1] as { end: number }).end <= f.start), 'disjoint, in text order');
   });
 
+  test('an anchored recognizer finds exactly what its pattern alone finds', () => {
+    // the IPv6 row tries starts only near a colon pair: the same values as a scan of every start, however the colons fall
+    const anchored = RECOGNIZERS.filter((r) => r.anchor !== undefined);
+    assert.ok(anchored.length > 0);
+    const plain = anchored.map(({ anchor: _, ...r }) => r);
+    const pieces = ['::', ':', 'fe80::1', '2001:db8::ff00:42:8329', 'a:b:c', '10:30:00', 'dead:beef:cafe::', ':::', 'abcd:', ':1234:', '::ffff:192.0.2.1', '1:2:3:4:5:6:7:8:9', 'x', ' ', 'ff', '0'];
+    let seed = 7;
+    const next = (n: number) => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n;
+    for (let i = 0; i < 3000; i++) {
+      const text = Array.from({ length: 1 + next(12) }, () => pieces[next(pieces.length)]).join(next(2) ? '' : ' ');
+      assert.deepEqual(findPii(text, anchored), findPii(text, plain), JSON.stringify(text));
+    }
+  });
+
   test('context words match whole words only', () => {
     // "cc" inside "accent", "card" inside "discarded": no context, so a bare Luhn number stays
     assert.deepEqual(findPii('accent discarded 4012888888881881'), []);
     assert.equal(findPii('cc 4012888888881881').length, 1);
+    // İ lowercases to two code units: the words around each value are still read at the value's own place
+    assert.equal(findPii('İİİİ cc 4012888888881881').length, 1);
+    assert.deepEqual(findPii('cc İİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİ 4012888888881881'), []);
   });
 });
 

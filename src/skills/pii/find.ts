@@ -14,19 +14,83 @@ const WINDOW_AFTER = 24;
 const AGAINST_WORDS = 3;
 
 const WORD = /[a-z0-9]+/g;
-const wordsIn = (s: string): string[] => s.toLowerCase().match(WORD) ?? [];
 
-function scored(r: Recognizer, text: string, start: number, end: number): number {
+/**
+ * The text read for context words: lowercased once, not once per value. Only
+ * U+0130 lowercases to two code units (none to fewer), so when the lengths
+ * agree every index still points at its own character; otherwise each window
+ * is lowercased on its own, as before.
+ */
+class ContextText {
+  private lowered: string | undefined;
+
+  constructor(private readonly text: string) {}
+
+  /** the words of text[from, to), lowercased: a word cut by the window's edge is cut there too */
+  words(from: number, to: number): string[] {
+    this.lowered ??= this.text.toLowerCase();
+    const lower = this.lowered;
+    if (lower.length !== this.text.length) return this.text.slice(from, to).toLowerCase().match(WORD) ?? [];
+    const out: string[] = [];
+    WORD.lastIndex = from;
+    for (let m = WORD.exec(lower); m !== null && m.index < to; m = WORD.exec(lower)) {
+      const end = m.index + m[0].length;
+      out.push(end <= to ? m[0] : lower.slice(m.index, to));
+    }
+    return out;
+  }
+}
+
+function scored(r: Recognizer, context: ContextText, text: string, start: number, end: number): number {
   let score = r.score(text.slice(start, end));
   if (score === 0) return 0;
   if (r.context === undefined && r.against === undefined) return score;
-  const before = wordsIn(text.slice(Math.max(0, start - WINDOW_BEFORE), start));
+  const before = context.words(Math.max(0, start - WINDOW_BEFORE), start);
   if (r.context !== undefined) {
     const near = (w: string) => r.context!.has(w);
-    if (before.some(near) || wordsIn(text.slice(end, end + WINDOW_AFTER)).some(near)) score += CONTEXT_BOOST;
+    if (before.some(near) || context.words(end, Math.min(text.length, end + WINDOW_AFTER)).some(near)) score += CONTEXT_BOOST;
   }
   if (r.against !== undefined && before.slice(-AGAINST_WORDS).some((w) => r.against!.has(w))) score -= AGAINST_PENALTY;
   return score;
+}
+
+/** each recognizer's pattern, sticky: tried at one start only (the anchored scan) */
+const STICKY = new WeakMap<RegExp, RegExp>();
+const stickyOf = (re: RegExp): RegExp => {
+  let sticky = STICKY.get(re);
+  if (sticky === undefined) STICKY.set(re, (sticky = new RegExp(re.source, `${re.flags.replace('g', '')}y`)));
+  return sticky;
+};
+
+/**
+ * Calls `found` with each match of `r.pattern` in `text`, in order, as its
+ * global exec loop finds them. With an anchor only the starts up to its
+ * reach before each anchor match are tried: a start further back has its
+ * anchor match further back too, where it was tried already.
+ */
+function eachMatch(r: Recognizer, text: string, found: (start: number, end: number) => void): void {
+  if (r.anchor === undefined) {
+    r.pattern.lastIndex = 0;
+    for (let m = r.pattern.exec(text); m !== null; m = r.pattern.exec(text)) found(m.index, m.index + m[0].length);
+    return;
+  }
+  const { pattern: anchor, reach } = r.anchor;
+  const sticky = stickyOf(r.pattern);
+  // no match starts before `from`: the end of the last one
+  let from = 0;
+  anchor.lastIndex = 0;
+  for (let a = anchor.exec(text); a !== null; a = anchor.exec(text)) {
+    anchor.lastIndex = a.index + 1;
+    for (let start = Math.max(from, a.index - reach); start <= a.index; start++) {
+      sticky.lastIndex = start;
+      const m = sticky.exec(text);
+      if (m === null) continue;
+      from = start + m[0].length;
+      anchor.lastIndex = from;
+      found(start, from);
+      break;
+    }
+  }
 }
 
 /**
@@ -51,14 +115,12 @@ function slotFor(kept: readonly Finding[], c: Finding): number {
  */
 export function findPii(text: string, recognizers: readonly Recognizer[] = RECOGNIZERS): Finding[] {
   const candidates: Finding[] = [];
+  const context = new ContextText(text);
   for (const r of recognizers) {
-    r.pattern.lastIndex = 0;
-    for (let m = r.pattern.exec(text); m !== null; m = r.pattern.exec(text)) {
-      const start = m.index;
-      const end = start + m[0].length;
-      const score = scored(r, text, start, end);
+    eachMatch(r, text, (start, end) => {
+      const score = scored(r, context, text, start, end);
       if (score >= THRESHOLD) candidates.push({ kind: r.kind, start, end, score });
-    }
+    });
   }
   candidates.sort((a, b) => b.score - a.score || b.end - b.start - (a.end - a.start));
   // kept in text order as it grows: a candidate is checked against its neighbour, not every value kept (a 32 KB body holds hundreds)

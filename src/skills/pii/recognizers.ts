@@ -32,6 +32,14 @@ export interface Recognizer {
   context?: ReadonlySet<string>;
   /** whole words just before the value that make it something else (an order id, a version) */
   against?: ReadonlySet<string>;
+  /**
+   * For a pattern that could start anywhere (no literal first character to
+   * scan for): every match holds a match of `pattern` (global) that starts at
+   * most `reach` characters after the value's own start, at the leftmost such
+   * point in it. Only the starts that close to one are tried: the same values,
+   * without an attempt at every character of the text.
+   */
+  anchor?: { pattern: RegExp; reach: number };
 }
 
 export const THRESHOLD = 0.5;
@@ -151,5 +159,11 @@ export const RECOGNIZERS: readonly Recognizer[] = [
     against: OTHER_NUMBER,
   },
   { kind: 'ip_address', pattern: /(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)/g, score: ipv4Score, against: OTHER_NUMBER },
-  { kind: 'ip_address', pattern: /(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])/g, score: ipv6Score },
+  {
+    kind: 'ip_address',
+    pattern: /(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])/g,
+    score: ipv6Score,
+    // an address's first colon, at most four hex digits in, has a second within four more
+    anchor: { pattern: /:[0-9A-Fa-f]{0,4}:/g, reach: 4 },
+  },
 ];
