@@ -104,6 +104,9 @@ export class SkillPool {
         workerData,
         // the pool times its stages itself (PoolObserver); piscina's own histograms would cost every task two more records
         recordTiming: false,
+        // first come, first served: by default a task that finds every thread full goes to the back of the queue each time a thread
+        // comes free, so under sustained load some stages wait behind every later one (a 32 KB body's p99 was 2.4 times its p50)
+        stricterFIFO: true,
       });
       // a thread that dies between tasks is replaced by piscina; it is not any request's error
       p.on('error', () => undefined);

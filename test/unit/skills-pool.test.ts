@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { getPriority } from 'node:os';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { getPriority, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { SkillPool, type PoolSettings } from '../../src/skills/pool.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
@@ -18,6 +20,7 @@ const ROWS = [
   guardrailRow('trail', 'appendTrail', 6),
   guardrailRow('thread', 'describeThread', 7),
   guardrailRow('count', 'countRuns', 9),
+  guardrailRow('hold', 'holdWhileFileExists', 10),
 ];
 const SETTINGS: PoolSettings = { threads: 1, minThreads: 1, shadowThreads: 1, tasksPerThread: 1, maxQueue: 1, idleTimeoutMs: 60_000, abortGraceMs: 20 };
 const LONG_MS = 60_000;
@@ -257,4 +260,19 @@ test('a thread that dies at a follower: the stage before it finished but its res
     ],
   );
   await eventually(async () => (await respawns('exit')) === 1, 'the respawn to be counted');
+});
+
+test('stages waiting for a thread start in the order they were handed over', async (t) => {
+  // under sustained load a stage that found every thread full was sent to the back of the queue each time a thread came free,
+  // so some requests waited behind every later one: a 32 KB body's p99 was 2.4 times its p50
+  const { pool: p } = pool(t, { maxQueue: 16 });
+  await warm(p);
+  const file = join(await mkdtemp(join(tmpdir(), 'gw-fifo-')), 'hold');
+  await writeFile(file, '');
+  const held = p.run(task('hold', JSON.stringify({ user: file })), LONG_MS);
+  const queued = Array.from({ length: 8 }, () => p.run(task('count'), LONG_MS));
+  await rm(file);
+  assert.equal((await held).outcome, 'done');
+  const order = (await Promise.all(queued)).map((run) => (run.outcome === 'done' ? run.reply.result?.detail?.['run'] : run.outcome));
+  assert.deepEqual(order, [1, 2, 3, 4, 5, 6, 7, 8]);
 });
