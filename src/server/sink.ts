@@ -14,6 +14,15 @@ const statusLine = (status: number): string => {
   }
   return line;
 };
+const BEYOND_ASCII = /[^\x00-\x7f]/;
+const BEYOND_LATIN1 = /[^\x00-\xff]/;
+/**
+ * A header value as the bytes to write. undici reads a vendor's header bytes
+ * one character each (latin1), and uWS would write a string as UTF-8: such a
+ * value goes back out as the bytes it was read from. A character past U+00FF
+ * was never read from the wire, so that value is the gateway's own text, in UTF-8.
+ */
+const headerValue = (v: string): string | Buffer => (BEYOND_ASCII.test(v) && !BEYOND_LATIN1.test(v) ? Buffer.from(v, 'latin1') : v);
 /** Bodies above this are written with tryEnd/onWritable instead of one end(). */
 const TRY_END_THRESHOLD = 64 * 1024;
 
@@ -166,7 +175,7 @@ export class UwsSink implements ResponseSink {
   private writeHead(status: number, headers: HeaderList): void {
     const res = this.res;
     res.writeStatus(statusLine(status));
-    for (const [k, v] of headers) if (!NEVER_COPIED.has(k)) res.writeHeader(k, v);
+    for (const [k, v] of headers) if (!NEVER_COPIED.has(k)) res.writeHeader(k, headerValue(v));
     for (const [k, v] of this.extraHeaders) res.writeHeader(k, v);
   }
 

@@ -24,12 +24,17 @@ import { sendJson, sleep, startFakeVendor, type FakeVendor, type Recorded } from
  *   each required property a value of the wrong type (violating the schema)
  * - `…-cache_<read>_<written>`: usage with that many cached prompt tokens
  *   (./cache-script.ts; OpenAI reports no writes, it bills them as input)
+ * - `header_bytes`: a completion with an `x-vendor-note` header holding bytes
+ *   beyond ASCII (NOTE_BYTES: UTF-8 and one lone Latin-1 byte)
  * anything else answers normally (streaming when `stream: true`).
  */
 export interface FakeOpenAI extends FakeVendor {
   /** `bigstream_*` streams whose last byte was accepted by the socket */
   readonly streamsFinished: number;
 }
+
+/** the `header_bytes` model's header value: "Zoë, 🌍" in UTF-8, then é as one Latin-1 byte */
+export const NOTE_BYTES = Buffer.concat([Buffer.from('Zoë, 🌍 ', 'utf8'), Buffer.from([0xe9])]);
 
 export async function startFakeOpenAI(): Promise<FakeOpenAI> {
   let streamsFinished = 0;
@@ -51,6 +56,12 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
       // a proxy's page or a cut reply that calls itself text: still not the JSON the route promises
       res.writeHead(200, { 'content-type': 'text/plain' });
       return void res.end('upstream said something that is not JSON');
+    }
+    if (model === 'header_bytes') {
+      // Node writes a header string one byte per character, unless the head goes out joined to a string body (then as UTF-8)
+      const text = Buffer.from(JSON.stringify(completion(model)));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': text.length, 'x-vendor-note': NOTE_BYTES.toString('latin1') });
+      return void res.end(text);
     }
     if (model === 'truncated') {
       res.writeHead(200, { 'content-type': 'application/json' });

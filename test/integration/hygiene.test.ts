@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
+import { NOTE_BYTES, startFakeOpenAI, type FakeOpenAI } from '../fakes/openai.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { eventually } from '../helpers/wait.js';
 import { rawExchange as exchange } from '../helpers/raw-http.js';
@@ -237,6 +237,15 @@ describe('request hygiene at the front (raw sockets)', () => {
     const seen = Buffer.concat(fake.rawConnections.flat());
     const line = Buffer.concat([Buffer.from('x-custom: '), value, Buffer.from('\r\n')]);
     assert.ok(seen.includes(line), `the upstream request carried x-custom as: ${/x-custom: ([^\r]*)/.exec(seen.toString('latin1'))?.[1]}`);
+  });
+
+  it('a vendor header value beyond ASCII reaches the caller as the bytes the vendor sent', async () => {
+    const payload = JSON.stringify({ model: 'header_bytes', messages: [{ role: 'user', content: 'hi' }] });
+    const reply = await exchange(gw.port, head(`content-length: ${payload.length}`) + payload, { until: answersTo('POST') });
+    assert.deepEqual(statuses(reply.text), [200], reply.text);
+    const line = Buffer.concat([Buffer.from('x-vendor-note: '), NOTE_BYTES, Buffer.from('\r\n')]);
+    // the reply's text is its bytes one character each (latin1)
+    assert.ok(reply.text.includes(line.toString('latin1')), `the reply carried x-vendor-note as: ${Buffer.from(/x-vendor-note: ([^\r]*)/.exec(reply.text)?.[1] ?? '', 'latin1').toString('hex')}`);
   });
 
   it('a safe x-request-id is reflected; anything else is replaced by a generated id', async () => {
