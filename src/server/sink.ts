@@ -14,8 +14,8 @@ const statusLine = (status: number): string => {
   }
   return line;
 };
-const BEYOND_ASCII = /[^\x00-\x7f]/;
-const BEYOND_LATIN1 = /[^\x00-\xff]/;
+const BEYOND_ASCII = /[\u0080-\uffff]/;
+const BEYOND_LATIN1 = /[\u0100-\uffff]/;
 /**
  * A header value as the bytes to write. undici reads a vendor's header bytes
  * one character each (latin1), and uWS would write a string as UTF-8: such a
