@@ -24,7 +24,7 @@ const WORD = /[a-z0-9]+/g;
 class ContextText {
   private lowered: string | undefined;
 
-  constructor(private readonly text: string) {}
+  constructor(readonly text: string) {}
 
   /** the words of text[from, to), lowercased: a word cut by the window's edge is cut there too */
   words(from: number, to: number): string[] {
@@ -41,7 +41,8 @@ class ContextText {
   }
 }
 
-function scored(r: Recognizer, context: ContextText, text: string, start: number, end: number): number {
+function scored(r: Recognizer, context: ContextText, start: number, end: number): number {
+  const { text } = context;
   let score = r.score(text.slice(start, end));
   if (score === 0) return 0;
   if (r.context === undefined && r.against === undefined) return score;
@@ -118,7 +119,7 @@ export function findPii(text: string, recognizers: readonly Recognizer[] = RECOG
   const context = new ContextText(text);
   for (const r of recognizers) {
     eachMatch(r, text, (start, end) => {
-      const score = scored(r, context, text, start, end);
+      const score = scored(r, context, start, end);
       if (score >= THRESHOLD) candidates.push({ kind: r.kind, start, end, score });
     });
   }
