@@ -267,7 +267,9 @@ test('stages waiting for a thread start in the order they were handed over', asy
   // so some requests waited behind every later one: a 32 KB body's p99 was 2.4 times its p50
   const { pool: p } = pool(t, { maxQueue: 16 });
   await warm(p);
-  const file = join(await mkdtemp(join(tmpdir(), 'gw-fifo-')), 'hold');
+  const dir = await mkdtemp(join(tmpdir(), 'gw-fifo-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'hold');
   await writeFile(file, '');
   const held = p.run(task('hold', JSON.stringify({ user: file })), LONG_MS);
   const queued = Array.from({ length: 8 }, () => p.run(task('count'), LONG_MS));
