@@ -1,3 +1,5 @@
+import { endianness } from 'node:os';
+
 /**
  * Turns caller text into the views the guardrail stages scan: one folded view
  * of the text itself, plus one per encoded or hidden segment that decodes to
@@ -66,68 +68,44 @@ export function clean(text: string): string {
   return text.normalize('NFKC').replace(INVISIBLE, '');
 }
 
+/** Folding of one character beyond ASCII (its code point): a letter or digit lowercased, a look-alike undone, a separator (0) or dropped (APOSTROPHE). */
+function foldWide(cp: number): number {
+  const ch = String.fromCodePoint(cp);
+  const lower = ch.toLowerCase();
+  const mapped = HOMOGLYPHS.get(lower.codePointAt(0)!);
+  if (mapped !== undefined) return mapped;
+  if (APOSTROPHES.has(cp)) return APOSTROPHE;
+  // an astral letter, or one whose lowercase is longer, separates: a folded view holds one code unit per character
+  if (LETTER_OR_DIGIT.test(ch) && lower.length === 1 && cp <= 0xffff) return lower.charCodeAt(0);
+  return 0;
+}
+
 let scratch = new Uint16Array(4096);
 
 /**
  * The folded view: lowercase, look-alikes and leet undone, every run of
  * non-letters one space, and runs of single letters ("i g n o r e") joined.
- * Input must be `clean`ed. O(length).
+ * Input must be `clean`ed. O(length): one pass of table lookups (the rare
+ * character beyond ASCII folded on its own), read back as one string. It
+ * notes on the way whether four single characters stand in a row, so the
+ * spaced-letters pass runs only on the rare text that has them.
  */
 export function fold(text: string): string {
-  if (!NOT_ASCII.test(text)) return foldAscii(text);
-  if (scratch.length < text.length + 1) scratch = new Uint16Array(text.length * 2);
+  if (scratch.length < text.length) scratch = new Uint16Array(text.length * 2);
   const out = scratch;
-  let n = 0;
-  let space = true; // pending separator already written (or at start)
-  for (let i = 0; i < text.length; i++) {
-    let c = text.charCodeAt(i);
-    if (c < 128) c = ASCII_FOLD[c]!;
-    else {
-      const cp = text.codePointAt(i)!;
-      const ch = String.fromCodePoint(cp);
-      if (cp > 0xffff) i++;
-      const lower = ch.toLowerCase();
-      const mapped = HOMOGLYPHS.get(lower.codePointAt(0)!);
-      if (mapped !== undefined) c = mapped;
-      else if (APOSTROPHES.has(cp)) c = APOSTROPHE;
-      else if (LETTER_OR_DIGIT.test(ch) && lower.length === 1 && cp <= 0xffff) c = lower.charCodeAt(0);
-      else c = 0;
-    }
-    if (c === APOSTROPHE) continue;
-    if (c === 0) {
-      if (!space) {
-        out[n++] = 32;
-        space = true;
-      }
-    } else {
-      out[n++] = c;
-      space = false;
-    }
-  }
-  if (n > 0 && out[n - 1] === 32) n--;
-  let folded = '';
-  for (let i = 0; i < n; i += 8192) folded += String.fromCharCode.apply(null, out.subarray(i, Math.min(n, i + 8192)) as unknown as number[]);
-  return joinSpacedLetters(folded);
-}
-
-let asciiScratch = Buffer.alloc(4096);
-
-/**
- * `fold` for ASCII text: one pass of table lookups into a byte buffer, read
- * back as one Latin-1 string (no intermediate strings). It notes on the way
- * whether four single characters stand in a row, so the spaced-letters pass
- * runs only on the rare text that has them.
- */
-function foldAscii(text: string): string {
-  if (asciiScratch.length < text.length) asciiScratch = Buffer.alloc(text.length * 2);
-  const out = asciiScratch;
   let n = 0;
   let space = true; // a separator is pending or written (or at start): the next kept character begins a word
   let wordLength = 0;
   let singles = 0; // single-character words in a row, the current one included once it ends
   let spaced = false;
   for (let i = 0; i < text.length; i++) {
-    const c = ASCII_FOLD[text.charCodeAt(i)]!;
+    let c = text.charCodeAt(i);
+    if (c < 128) c = ASCII_FOLD[c]!;
+    else {
+      const cp = text.codePointAt(i)!;
+      if (cp > 0xffff) i++;
+      c = foldWide(cp);
+    }
     if (c === APOSTROPHE) continue;
     if (c === 0) {
       if (!space) {
@@ -145,8 +123,19 @@ function foldAscii(text: string): string {
   }
   if (!space && wordLength === 1 && singles >= 3) spaced = true;
   if (n > 0 && out[n - 1] === 32) n--;
-  const folded = out.toString('latin1', 0, n);
+  const folded = foldedString(out, n);
   return spaced ? joinSpacedLetters(folded) : folded;
+}
+
+/** A Uint16Array lies in memory as UTF-16LE on a little-endian machine (x64, arm64); a big-endian one reads the codes back in chunks. */
+const LITTLE_ENDIAN = endianness() === 'LE';
+
+/** The first n code units as a string: one native decode where the memory is UTF-16LE. */
+function foldedString(codes: Uint16Array, n: number): string {
+  if (LITTLE_ENDIAN) return Buffer.from(codes.buffer, codes.byteOffset, n * 2).toString('utf16le');
+  let s = '';
+  for (let i = 0; i < n; i += 8192) s += String.fromCharCode.apply(null, codes.subarray(i, Math.min(n, i + 8192)) as unknown as number[]);
+  return s;
 }
 
 // Four or more single characters in a row, each followed by one space: "i g n o r e".
@@ -178,11 +167,46 @@ function isText(decoded: string): boolean {
   return readable / decoded.length >= 0.9;
 }
 
-const rot13 = (s: string) =>
-  s.replace(/[A-Za-z]/g, (ch) => {
-    const base = ch <= 'Z' ? 65 : 97;
-    return String.fromCharCode(((ch.charCodeAt(0) - base + 13) % 26) + base);
-  });
+/** rot13 of one byte: ASCII letters turned 13 places, every other byte as it is. */
+const ROT13 = (() => {
+  const table = new Uint8Array(256).map((_, c) => c);
+  for (let i = 0; i < 26; i++) {
+    table[65 + i] = 65 + ((i + 13) % 26);
+    table[97 + i] = 97 + ((i + 13) % 26);
+  }
+  return table;
+})();
+
+/**
+ * The text with its ASCII letters rot13'd, through a byte table: a callback
+ * per letter cost 3-4 ms on a 32 KB prompt that merely mentions rot13.
+ */
+function rot13(text: string, ascii: boolean): string {
+  if (ascii) {
+    const bytes = Buffer.from(text, 'latin1');
+    for (let i = 0; i < bytes.length; i++) bytes[i] = ROT13[bytes[i]!]!;
+    return bytes.toString('latin1');
+  }
+  // UTF-16LE: a code unit below 256 has a zero high byte
+  const units = Buffer.from(text, 'utf16le');
+  for (let i = 0; i < units.length; i += 2) if (units[i + 1] === 0) units[i] = ROT13[units[i]!]!;
+  return units.toString('utf16le');
+}
+
+/**
+ * A folded view read backwards: folding the reversed text gives the same,
+ * since folding works one character at a time and treats a run of separators
+ * alike from either end, so this costs one copy instead of a second fold. (One
+ * difference: a combining mark left over after NFKC stays a separator here,
+ * where in reversed text it could compose with the letter it did not follow.)
+ * A folded view holds no surrogate pairs (fold turns astral characters into
+ * separators), so reversing its code units reverses its characters.
+ */
+function reversedView(folded: string): string {
+  if (!NOT_ASCII.test(folded)) return Buffer.from(folded, 'latin1').reverse().toString('latin1');
+  // reversing UTF-16LE bytes reverses the units and the bytes in each; swap16 puts the bytes back
+  return Buffer.from(folded, 'utf16le').reverse().swap16().toString('utf16le');
+}
 
 /** Characters of a base64 run (hex digits are among them). */
 const BASE64_CHAR = (() => {
@@ -256,11 +280,11 @@ export function scanViews(text: string, budget: ScanBudget, depth = 0): string[]
   const nonAscii = NOT_ASCII.test(text);
   const hidden = nonAscii ? tagText(text) : [];
   const cleaned = nonAscii ? clean(text) : text;
-  const views = [fold(cleaned)];
-  const extra = [...hidden];
-  if (ASKS_ROT13.test(cleaned)) extra.push(rot13(cleaned));
-  if (ASKS_REVERSED.test(cleaned)) extra.push([...cleaned].reverse().join(''));
-  for (const t of extra) views.push(fold(clean(t)));
+  const folded = fold(cleaned);
+  const views = [folded];
+  for (const t of hidden) views.push(fold(clean(t)));
+  if (ASKS_ROT13.test(cleaned)) views.push(fold(clean(rot13(cleaned, !nonAscii))));
+  if (ASKS_REVERSED.test(cleaned)) views.push(reversedView(folded));
   if (depth < MAX_DECODE_DEPTH) {
     for (const decoded of decodedSegments(cleaned, budget)) views.push(...scanViews(decoded, budget, depth + 1));
   }
