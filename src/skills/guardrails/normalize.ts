@@ -14,7 +14,7 @@ export interface Deadline {
   expired(): boolean;
 }
 
-/** Work bounds per evaluation: decoding never costs more than this much text. */
+/** Work bounds per evaluation: base64, hex and %-decoding never yield more than this much text (the other views are each at most the text's size). */
 export interface ScanBudget {
   readonly deadline: Deadline;
   /** characters of decoded text still allowed */
