@@ -28,7 +28,7 @@ function checkedPair(skill: string, mode: unknown, field: string): [SkillId, Req
   return [skill, mode];
 }
 
-/** `skill=mode,skill=mode` (spaces around items allowed); an empty header is no override. */
+/** `skill=mode,skill=mode` (spaces around items allowed; a pair repeated alike counts once); an empty header is no override. */
 function fromHeader(value: string): SkillOverrides {
   const out: SkillOverrides = {};
   for (const item of value.split(',')) {
@@ -37,6 +37,9 @@ function fromHeader(value: string): SkillOverrides {
     const eq = pair.indexOf('=');
     if (eq <= 0 || pair.indexOf('=', eq + 1) !== -1) throw refuse('x-gw-skills', `malformed pair ${JSON.stringify(pair)}: expected skill=mode`);
     const [skill, mode] = checkedPair(pair.slice(0, eq).trim(), pair.slice(eq + 1).trim(), 'x-gw-skills');
+    // two layers that each set the header (a client and a proxy) may repeat a pair; contradicting ones are not guessed between
+    const earlier = out[skill];
+    if (earlier !== undefined && earlier !== mode) throw refuse('x-gw-skills', `${skill} is named twice, as ${earlier} and as ${mode}`);
     out[skill] = mode;
   }
   return out;

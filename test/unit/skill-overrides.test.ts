@@ -22,6 +22,14 @@ describe('parseSkillOverrides', () => {
     assert.deepEqual(parseSkillOverrides(''), {});
   });
 
+  it('refuses a skill the header names twice with different modes, and takes one named twice alike once', () => {
+    const r = refusal(() => parseSkillOverrides('pii_redaction=prod, semantic_cache=off,pii_redaction=off'));
+    assert.equal(r.type, 'request_error');
+    assert.equal(r.field, 'x-gw-skills');
+    assert.match(r.message, /pii_redaction.*twice.*prod.*off/);
+    assert.deepEqual(parseSkillOverrides('pii_redaction=shadow,pii_redaction=shadow'), { pii_redaction: 'shadow' });
+  });
+
   it('lets the body object win over the header for a skill both name', () => {
     assert.deepEqual(parseSkillOverrides('pii_redaction=shadow,semantic_cache=off', { value: { semantic_cache: 'prod' }, field: 'skill_overrides' }), { pii_redaction: 'shadow', semantic_cache: 'prod' });
     assert.deepEqual(parseSkillOverrides(undefined, { value: undefined, field: 'skill_overrides' }), {});
