@@ -1,5 +1,3 @@
-import { endianness } from 'node:os';
-
 /**
  * Turns caller text into the views the guardrail stages scan: one folded view
  * of the text itself, plus one per encoded or hidden segment that decodes to
@@ -80,7 +78,8 @@ function foldWide(cp: number): number {
   return 0;
 }
 
-let scratch = new Uint16Array(4096);
+/** the folded text as UTF-16LE bytes, each code written low byte first (so no platform byte order is involved) */
+let scratch = Buffer.alloc(8192);
 
 /**
  * The folded view: lowercase, look-alikes and leet undone, every run of
@@ -91,9 +90,9 @@ let scratch = new Uint16Array(4096);
  * spaced-letters pass runs only on the rare text that has them.
  */
 export function fold(text: string): string {
-  if (scratch.length < text.length) scratch = new Uint16Array(text.length * 2);
+  if (scratch.length < 2 * text.length) scratch = Buffer.alloc(4 * text.length);
   const out = scratch;
-  let n = 0;
+  let at = 0; // bytes written
   let space = true; // a separator is pending or written (or at start): the next kept character begins a word
   let wordLength = 0;
   let singles = 0; // single-character words in a row, the current one included once it ends
@@ -109,7 +108,8 @@ export function fold(text: string): string {
     if (c === APOSTROPHE) continue;
     if (c === 0) {
       if (!space) {
-        out[n++] = 32;
+        out[at++] = 32;
+        out[at++] = 0;
         space = true;
         singles = wordLength === 1 ? singles + 1 : 0;
         if (singles >= 4) spaced = true;
@@ -117,25 +117,16 @@ export function fold(text: string): string {
       continue;
     }
     if (space) wordLength = 0;
-    out[n++] = c;
+    out[at++] = c & 0xff;
+    out[at++] = c >> 8;
     wordLength++;
     space = false;
   }
   if (!space && wordLength === 1 && singles >= 3) spaced = true;
-  if (n > 0 && out[n - 1] === 32) n--;
-  const folded = foldedString(out, n);
+  // a trailing separator
+  if (at > 0 && out[at - 2] === 32 && out[at - 1] === 0) at -= 2;
+  const folded = out.toString('utf16le', 0, at);
   return spaced ? joinSpacedLetters(folded) : folded;
-}
-
-/** A Uint16Array lies in memory as UTF-16LE on a little-endian machine (x64, arm64); a big-endian one reads the codes back in chunks. */
-const LITTLE_ENDIAN = endianness() === 'LE';
-
-/** The first n code units as a string: one native decode where the memory is UTF-16LE. */
-function foldedString(codes: Uint16Array, n: number): string {
-  if (LITTLE_ENDIAN) return Buffer.from(codes.buffer, codes.byteOffset, n * 2).toString('utf16le');
-  let s = '';
-  for (let i = 0; i < n; i += 8192) s += String.fromCharCode.apply(null, codes.subarray(i, Math.min(n, i + 8192)) as unknown as number[]);
-  return s;
 }
 
 // Four or more single characters in a row, each followed by one space: "i g n o r e".
@@ -178,16 +169,11 @@ const ROT13 = (() => {
 })();
 
 /**
- * The text with its ASCII letters rot13'd, through a byte table: a callback
- * per letter cost 3-4 ms on a 32 KB prompt that merely mentions rot13.
+ * The text with its ASCII letters rot13'd, through a byte table over its
+ * UTF-16LE code units (one below 256 has a zero high byte): a callback per
+ * letter cost 3-4 ms on a 32 KB prompt that merely mentions rot13.
  */
-function rot13(text: string, ascii: boolean): string {
-  if (ascii) {
-    const bytes = Buffer.from(text, 'latin1');
-    for (let i = 0; i < bytes.length; i++) bytes[i] = ROT13[bytes[i]!]!;
-    return bytes.toString('latin1');
-  }
-  // UTF-16LE: a code unit below 256 has a zero high byte
+function rot13(text: string): string {
   const units = Buffer.from(text, 'utf16le');
   for (let i = 0; i < units.length; i += 2) if (units[i + 1] === 0) units[i] = ROT13[units[i]!]!;
   return units.toString('utf16le');
@@ -203,7 +189,6 @@ function rot13(text: string, ascii: boolean): string {
  * separators), so reversing its code units reverses its characters.
  */
 function reversedView(folded: string): string {
-  if (!NOT_ASCII.test(folded)) return Buffer.from(folded, 'latin1').reverse().toString('latin1');
   // reversing UTF-16LE bytes reverses the units and the bytes in each; swap16 puts the bytes back
   return Buffer.from(folded, 'utf16le').reverse().swap16().toString('utf16le');
 }
@@ -283,7 +268,7 @@ export function scanViews(text: string, budget: ScanBudget, depth = 0): string[]
   const folded = fold(cleaned);
   const views = [folded];
   for (const t of hidden) views.push(fold(clean(t)));
-  if (ASKS_ROT13.test(cleaned)) views.push(fold(clean(rot13(cleaned, !nonAscii))));
+  if (ASKS_ROT13.test(cleaned)) views.push(fold(clean(rot13(cleaned))));
   if (ASKS_REVERSED.test(cleaned)) views.push(reversedView(folded));
   if (depth < MAX_DECODE_DEPTH) {
     for (const decoded of decodedSegments(cleaned, budget)) views.push(...scanViews(decoded, budget, depth + 1));
