@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { modelStage, regexStage } from '../src/skills/guardrails/stage.js';
-import { Deadline, type Evaluator, type StageInput } from '../src/skills/stage.js';
+import type { Evaluator } from '../src/skills/stage.js';
+import { NO_DEADLINE, stageInput } from '../test/helpers/stage-input.js';
 
 /**
  * What the two guardrail stages cost on one thread, in the pool thread's own
@@ -31,23 +32,17 @@ const prose = (chars: number) => {
   for (let i = 0; s.length < chars; i++) s += `${negatives[i % negatives.length]} `;
   return s.slice(0, chars);
 };
-const chat = (content: string) => Buffer.from(JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content }] }));
-const bodies: Record<string, Buffer> = {
+const chat = (content: string) => JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content }] });
+const bodies: Record<string, string> = {
   'repeated sentence, 2 KB': chat('The quick brown fox jumps over the lazy dog. '.repeat(50).slice(0, 1950)),
   'prose, 2 KB': chat(prose(1950)),
   'prose, 32 KB': chat(prose(32_000)),
   'personal data, 32 KB': chat('Please write to jane.doe@example.com or call +1 415 555 0100 about the order. '.repeat(420).slice(0, 32_000)),
 };
 
-/** A stage input as the worker builds one: text and JSON decoded once per input. */
-function input(body: Buffer, acting: boolean): StageInput {
-  let text: string | undefined;
-  let json: unknown;
-  return { stage: 'bench', surface: 'chat_completions', acting, body, text: () => (text ??= body.toString()), json: () => (json ??= JSON.parse(body.toString())) };
-}
-
-function medianMs(stage: Evaluator, body: Buffer, acting: boolean): number {
-  const once = () => stage(input(body, acting), new Deadline(Date.now() + 60_000));
+/** the stage's median time on `body`; each call gets its own input (the body's bytes, decoded and parsed by the stage) */
+function medianMs(stage: Evaluator, body: string, acting: boolean): number {
+  const once = () => stage(stageInput('bench', 'chat_completions', body, acting), NO_DEADLINE);
   const perRound = body.length > 10_000 ? 20 : 200;
   for (let i = 0; i < perRound; i++) once();
   const rounds: number[] = [];
