@@ -34,6 +34,7 @@ function finished(i: number): FinishedRequest {
   return {
     requestId: `req-${i}`,
     headers: { 'content-type': 'application/json', authorization: 'Bearer gw_x', 'x-gw-team': 'quant', 'x-gw-use-case': 'summarize', 'user-agent': 'OpenAI/Python 1.0' },
+    dimensions: undefined,
     bodyHash: `digest${i}`,
     tenantId: 'acme',
     keyId: 'key_acmeacmeacmeacmeacme',

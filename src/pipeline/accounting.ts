@@ -7,7 +7,7 @@ import { toolCallFidelity } from '../lifecycle/tool-fidelity.js';
 import { trueUpFolds } from '../skills/trajectory/true-up.js';
 import { bodyDigest } from '../telemetry/retry.js';
 import type { RowSink } from '../telemetry/row-sink.js';
-import type { FinishedRequest, SkillReported } from '../telemetry/row.js';
+import type { BodyDimensions, FinishedRequest, SkillReported } from '../telemetry/row.js';
 import type { Caller } from '../tenancy/types.js';
 import type { DispatchStep, ServedBy, SkillRecord, StageName } from './types.js';
 import type { RelayOutcome } from './relay.js';
@@ -20,6 +20,8 @@ interface RequestRecord {
   caller: Caller;
   latencyMs: number;
   req: GatewayRequest;
+  /** the usage dimensions the body names (the route's reading), over the headers' */
+  dimensions?: BodyDimensions | undefined;
   /** what the access line of the answer reads */
   answer: ResponseMeta;
   /** set when the call was relayed directly because the gateway's own machinery failed */
@@ -149,7 +151,7 @@ const budgetOf = (reserved: number | undefined, settled: number | undefined): Fi
 const rateLimitOf = (remaining: number | undefined): FinishedRequest['rateLimit'] => (remaining === undefined ? null : { remaining });
 
 /** What became of the request: the row's columns accounting adds to those of the request itself. */
-type OutcomeColumns = Omit<FinishedRequest, 'requestId' | 'headers' | 'bodyHash' | 'tenantId' | 'keyId' | 'tier' | 'surface' | 'model' | 'latencyMs' | 'servedBy' | 'failOpenReason' | 'stages' | 'credentialSource' | 'skills' | 'lines'>;
+type OutcomeColumns = Omit<FinishedRequest, 'requestId' | 'headers' | 'dimensions' | 'bodyHash' | 'tenantId' | 'keyId' | 'tier' | 'surface' | 'model' | 'latencyMs' | 'servedBy' | 'failOpenReason' | 'stages' | 'credentialSource' | 'skills' | 'lines'>;
 
 /**
  * The finished request as one object literal of a fixed shape: a spread of
@@ -160,6 +162,7 @@ function finishedRequest(rec: RequestRecord, skills: RequestRecord['skills'], o:
   return {
     requestId: rec.requestId,
     headers: rec.req.headers,
+    dimensions: rec.dimensions,
     bodyHash: bodyDigest(rec.req.body),
     tenantId: rec.caller.org.org_id,
     keyId: rec.caller.key.key_id,

@@ -1,5 +1,6 @@
 import type { Presented } from '../http/credentials.js';
 import type { GatewayRequest, ResponseSink, Surface } from '../http/types.js';
+import type { BodyDimensions } from '../telemetry/row.js';
 import type { Caller } from '../tenancy/types.js';
 import type { OriginSlot } from '../upstream/inflight.js';
 import type { RelayOutcome } from './relay.js';
@@ -26,6 +27,8 @@ export class Exchange implements RequestFacts {
   heldBack = false;
   /** the route's reading of the request's skill choices (the native envelope's), for the skills stage */
   skillChoices: SkillChoices | undefined;
+  /** the route's reading of the usage dimensions the body names (the native envelope's `metadata`), for the row */
+  dimensions: BodyDimensions | undefined;
   /** what each skill stage did (the trace, the headers and the row read it here) */
   readonly skills: SkillReports = { list: [] };
   /** the skills' taps on this attempt's reply (none: it passes untouched) */

@@ -44,6 +44,7 @@ function adopt(ex: Exchange, plan: Plan): Verdict {
   const caller = ex.caller as NonNullable<Exchange['caller']>;
   ex.res.meta.tenant = caller.org.org_id;
   ex.skillChoices = plan.skillChoices;
+  ex.dimensions = plan.dimensions;
   if (plan.deadlineMs !== undefined) ex.res.shortenDeadline(plan.deadlineMs, `no response began within the request's own limit of ${plan.deadlineMs} ms`);
   tryCandidate(ex, plan);
   return CONTINUE;
@@ -426,6 +427,7 @@ export function accountFor(deps: AccountingDeps, ex: Exchange): number | undefin
     latencyMs: ex.req.stages.elapsedMs,
     requestBody: call.body,
     req: ex.req,
+    dimensions: ex.dimensions,
     answer: ex.res.meta,
     failOpenReason: ex.failOpenReason,
     fromCache: ex.servedBy === 'cache',
@@ -457,6 +459,7 @@ export function accountRefusalFor(deps: AccountingDeps, ex: Exchange, stage: Sta
     caller: ex.caller as NonNullable<Exchange['caller']>,
     latencyMs: ex.req.stages.elapsedMs,
     req: ex.req,
+    dimensions: ex.dimensions,
     answer: ex.res.meta,
     error,
     stage,

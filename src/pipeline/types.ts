@@ -9,6 +9,7 @@ import type { Location } from '../providers/adapter.js';
 import type { Providers } from '../providers/index.js';
 import type { ProviderCredential, ProviderId, Usage } from '../providers/types.js';
 import type { Presented } from '../http/credentials.js';
+import type { BodyDimensions } from '../telemetry/row.js';
 import type { Caller } from '../tenancy/types.js';
 import type { ReplyTransform } from '../translate/types.js';
 
@@ -355,6 +356,8 @@ export interface Plan extends Candidate {
   /** the caller's own limit (ms) on the wait for the answer to begin: past it, 504 gateway_timeout */
   deadlineMs?: number;
   skillChoices?: SkillChoices;
+  /** usage dimensions the body names (the native envelope's `metadata`): the row takes each over its header */
+  dimensions?: BodyDimensions;
   /**
    * The request names no model (`target.model` absent, `model: "auto"`) and
    * leaves the choice to model_routing: when no skill routes the call, this

@@ -164,13 +164,11 @@ const plan = (keySkills: KeySkills): Planner => (req, { providers, presented, ca
   );
   const model = body.target?.model;
   const call: ExecuteCall = { req, body, providers, presented, facts, modes };
-  if (model === undefined) return unroutedPlan(call, overrides, body.metadata?.session_id);
+  if (model === undefined) return unroutedPlan(call, overrides);
   const first = planCandidate(call, model, 0, false).candidate();
   // a fallback is checked now and its body made only if it is tried: the first candidate's is the only one held
   const fallbacks = (body.target?.fallbacks ?? []).map((m, i): Fallback => ({ model: m, ...planCandidate(call, m, i + 1, true) }));
   const timeoutMs = body.execution?.timeout_ms;
-  const sessionId = body.metadata?.session_id;
-  const skillChoices = { overrides, ...(sessionId !== undefined && { sessionId }) };
   return {
     provider: first.provider,
     location: first.location,
@@ -182,8 +180,14 @@ const plan = (keySkills: KeySkills): Planner => (req, { providers, presented, ca
     presented: first.presented,
     fallbacks: fallbacks.length > 0 ? fallbacks : undefined,
     deadlineMs: timeoutMs,
-    skillChoices,
+    ...readingOf(body, overrides),
   };
+};
+
+/** The skill choices and usage dimensions the envelope names: `metadata.session_id` draws the canary arms, and each `metadata` field is the row's over its header. */
+const readingOf = (body: ExecuteRequest, overrides: SkillOverrides): Pick<Plan, 'skillChoices' | 'dimensions'> => {
+  const sessionId = body.metadata?.session_id;
+  return { skillChoices: { overrides, ...(sessionId !== undefined && { sessionId }) }, ...(body.metadata !== undefined && { dimensions: body.metadata }) };
 };
 
 const NO_MODEL = 'target.model: no model given, and model_routing did not choose one';
@@ -194,7 +198,7 @@ const NO_MODEL = 'target.model: no model given, and model_routing did not choose
  * model, and goes nowhere unless a routing stage names one (the skills stage
  * then plans it again with `target.model` set).
  */
-function unroutedPlan(call: ExecuteCall, overrides: SkillOverrides, sessionId: string | undefined): Plan {
+function unroutedPlan(call: ExecuteCall, overrides: SkillOverrides): Plan {
   const routing = call.modes.model_routing;
   if (routing === 'off' || routing === 'rolled_back') throw new GatewayError('onboarding_incomplete', 'target.model: no model given, and model_routing is off for this key');
   const { req, body, providers } = call;
@@ -203,7 +207,7 @@ function unroutedPlan(call: ExecuteCall, overrides: SkillOverrides, sessionId: s
     ...providers.target('openai', CHAT, req.headers, 'target.provider'),
     model: undefined,
     body: Buffer.from(JSON.stringify(chatBodyOf(body, ''))),
-    skillChoices: { overrides, ...(sessionId !== undefined && { sessionId }) },
+    ...readingOf(body, overrides),
     unrouted: new GatewayError('onboarding_incomplete', NO_MODEL),
   };
 }

@@ -33,10 +33,15 @@ export interface SkillOutcome {
  * telemetry pipeline. Bodies never enter it; `bodyHash` is the only trace of
  * the request body (retry detection).
  */
+/** Usage dimensions the request body names (/v1/execute's `metadata`): each wins over its header. */
+export type BodyDimensions = Readonly<Partial<Record<'session_id' | 'task_id' | 'team' | 'use_case', string>>>;
+
 export interface FinishedRequest {
   requestId: string;
   /** the caller's request headers (the usage dimensions and retry count are read from them) */
   headers: Readonly<Record<string, string>>;
+  /** the usage dimensions the body names, over the headers' */
+  dimensions: BodyDimensions | undefined;
   /** a digest of the request body, compared with the same key's bodies of the last minute */
   bodyHash: string | undefined;
   tenantId: string;
@@ -284,7 +289,7 @@ function cacheOf(f: FinishedRequest): { decision: DecisionRecord['cache']; tier:
 function skillColumns(f: FinishedRequest, outcomes: readonly SkillOutcome[], storedArms: StoredArms | undefined): Record<string, SkillColumn> {
   const skills: Record<string, SkillColumn> = {};
   // the session id as sent, as the engine draws with it
-  if (storedArms) for (const [skill, arm] of storedArms(f.keyId, f.headers[DIMENSION_HEADERS.session_id], f.requestId)) skills[skill] = { arm, outcome: 'unreported' };
+  if (storedArms) for (const [skill, arm] of storedArms(f.keyId, f.dimensions?.session_id ?? f.headers[DIMENSION_HEADERS.session_id], f.requestId)) skills[skill] = { arm, outcome: 'unreported' };
   for (const [i, s] of outcomes.entries()) {
     const detail = figuresOf(s, f.skills[i]?.detail);
     skills[s.skill] = detail === undefined ? { arm: s.arm, outcome: s.outcome } : { arm: s.arm, outcome: s.outcome, detail };
@@ -310,10 +315,10 @@ export function buildRecord(f: FinishedRequest, retry: boolean, now: number, sto
     ts: isoTime(now),
     tenant_id: f.tenantId,
     key_id: f.keyId,
-    session_id: label(h[DIMENSION_HEADERS.session_id]),
-    task_id: label(h[DIMENSION_HEADERS.task_id]),
-    team: label(h[DIMENSION_HEADERS.team]),
-    use_case: label(h[DIMENSION_HEADERS.use_case]),
+    session_id: label(f.dimensions?.session_id ?? h[DIMENSION_HEADERS.session_id]),
+    task_id: label(f.dimensions?.task_id ?? h[DIMENSION_HEADERS.task_id]),
+    team: label(f.dimensions?.team ?? h[DIMENSION_HEADERS.team]),
+    use_case: label(f.dimensions?.use_case ?? h[DIMENSION_HEADERS.use_case]),
     desk: label(h[DIMENSION_HEADERS.desk]),
     pm: label(h[DIMENSION_HEADERS.pm]),
     strategy: label(h[DIMENSION_HEADERS.strategy]),

@@ -130,6 +130,21 @@ describe('every request of a known key becomes a row with its decision record, r
     );
   });
 
+  it('a /v1/execute call is a row under the session, task, team and use case its metadata names, each over its header', async () => {
+    const id = `req-${randomUUID()}`;
+    const res = await call(pair.a, '/v1/execute', {
+      key: KEYS.scoped,
+      headers: { 'x-gw-provider-key': 'sk-upstream', 'x-request-id': id, 'x-gw-team': 'desk-7', 'x-gw-session': 'sess-header', 'x-gw-use-case': 'summarize' },
+      body: { input: { messages: [{ role: 'user', content: `hello ${id}` }] }, target: { model: 'gpt-4o-mini' }, metadata: { session_id: 'sess-meta', task_id: 'task-9', team: 'core' } },
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.json));
+    const { request } = await stored('scoped', id);
+    assert.equal(request['session_id'], 'sess-meta');
+    assert.equal(request['task_id'], 'task-9');
+    assert.equal(request['team'], 'core');
+    assert.equal(request['use_case'], 'summarize', 'a field the metadata leaves out comes from its header');
+  });
+
   it('a request the route cannot plan (400) is a row of no provider', async () => {
     const id = `req-${randomUUID()}`;
     const res = await call(pair.a, '/v1/chat/completions', { key: KEYS.capped, headers: { 'x-gw-provider-key': 'sk-upstream', 'x-request-id': id }, body: { messages: 'not a list' } });
