@@ -17,16 +17,24 @@ const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 const CALLER_ROLES = new Set(['system', 'developer', 'user']);
 
-/** A string, or the `text` of each part whose type is absent or one of `textTypes`. */
+/**
+ * A string, or the `text` of each part whose type is absent or one of
+ * `textTypes`. The model reads a turn's parts as one text, so several are
+ * read joined, twice: by a space (an order split at a word's edge) and as they
+ * stand (split inside a word); each part alone would read as nothing.
+ */
 function textOf(content: unknown, out: string[], textTypes: ReadonlySet<string>): void {
   if (typeof content === 'string') {
     out.push(content);
     return;
   }
+  const texts: string[] = [];
   for (const part of list(content)) {
-    if (typeof part === 'string') out.push(part);
-    else if (isObj(part) && typeof part.text === 'string' && (part.type === undefined || textTypes.has(part.type as string))) out.push(part.text);
+    if (typeof part === 'string') texts.push(part);
+    else if (isObj(part) && typeof part.text === 'string' && (part.type === undefined || textTypes.has(part.type as string))) texts.push(part.text);
   }
+  if (texts.length === 1) out.push(texts[0]!);
+  else if (texts.length > 1) out.push(texts.join(' '), texts.join(''));
 }
 
 const CHAT_TEXT = new Set(['text', 'input_text']);
