@@ -3,8 +3,8 @@
  * through tsx) with a small GW_INGRESS_BUDGET that one slow call in flight
  * fills, then requests declaring a body past what is left; every one is
  * answered 503 `overloaded` at the transport, before its body is read, and
- * its connection closed (the unread body would otherwise be read as the next
- * request). Measured two ways, as clients send them:
+ * its connection closed (its body never comes). Measured two ways, as
+ * clients send them:
  * - on a fresh connection each, beside the same number of `GET /livez` on
  *   fresh connections as a floor (accepting a connection, answering anything
  *   at all, closing it);

@@ -109,6 +109,20 @@ describe('transport shedding: the ingress budget', () => {
     assert.equal(alone.status, 200);
     await alone.body?.cancel();
   });
+  it('a shed body sent whole with a next request behind it: the body is skipped unread, the next request is served', async () => {
+    const calls = fake.received.length;
+    const held = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
+    await eventually(() => fake.received.length === calls + 1, 'the slow call reached the vendor');
+    // a body that reads as a request of its own if its framing were lost
+    const inner = chat('gpt-4o');
+    const smuggled = `${requestHead('POST', '/v1/chat/completions', 'content-type: application/json', `x-gw-key: ${devKey}`, 'x-gw-provider-key: sk-test', `content-length: ${inner.length}`)}${inner}`;
+    const head = requestHead('POST', '/v1/chat/completions', 'content-type: application/json', `x-gw-key: ${devKey}`, 'x-gw-provider-key: sk-test', 'content-length: 8000');
+    const raw = await rawExchange(gw.port, `${head}${smuggled.padEnd(8000)}${requestHead('GET', '/livez')}`, { until: (t) => t.split('HTTP/1.1 ').length === 3 });
+    assert.deepEqual([...raw.text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1])), [503, 200], raw.text.slice(0, 600));
+    assert.equal(headerOf(raw.text, 'x-gw-error'), 'overloaded');
+    assert.equal(fake.received.length, calls + 1, 'the request inside the shed body never went upstream');
+    assert.equal((await held).status, 200);
+  });
   it('a chunked body, which declares nothing, is shed mid-read once the bytes read pass the budget beside another request', async () => {
     const calls = fake.received.length;
     const held = post(`${gw.url}/v1/chat/completions`, chat('slow_1500'));
