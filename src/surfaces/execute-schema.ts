@@ -127,14 +127,17 @@ const MESSAGES: Partial<Record<string, (e: ErrorObject) => string>> = {
 
 /**
  * The field at fault is the deepest path reported (a union reports each of its
- * branches); where the union itself failed at that path, the message lists
- * what its branches accept.
+ * branches); where the union itself failed at that path, the message is that
+ * of the branch whose type the value has (`stop: []`: too few items), else it
+ * lists what the branches accept.
  */
 function describe(errors: readonly ErrorObject[]): { field: string; message: string } {
   const deepest = errors.reduce((a, b) => (fieldOf(b).length > fieldOf(a).length ? b : a));
   const field = fieldOf(deepest);
   const here = errors.filter((e) => fieldOf(e) === field);
   if (here.some((e) => e.keyword === 'anyOf')) {
+    const ofItsType = here.find((e) => e.keyword !== 'anyOf' && e.keyword !== 'type' && e.keyword !== 'const');
+    if (ofItsType) return { field, message: MESSAGES[ofItsType.keyword]?.(ofItsType) ?? ofItsType.message ?? 'invalid' };
     const accepted = here.flatMap((e) => (e.keyword === 'type' ? [String(e.params['type'])] : e.keyword === 'const' ? [JSON.stringify(e.params['allowedValue'])] : []));
     return { field, message: accepted.length > 0 ? `must be ${accepted.join(' or ')}` : 'does not match any accepted shape' };
   }

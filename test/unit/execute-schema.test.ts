@@ -66,4 +66,21 @@ describe('the /v1/execute envelope', () => {
   for (const [name, body, field] of refused) {
     it(`refuses ${name}, naming ${field}`, () => assert.equal(fieldOf(body), field));
   }
+
+  const messageOf = (body: unknown): string => {
+    try {
+      parseExecuteRequest(body);
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return assert.fail('expected a 400');
+  };
+
+  it('a value of one of a field\'s accepted types is told what that type requires; a value of none, which types it may have', () => {
+    assert.equal(messageOf({ input: HELLO, execution: { stop: [] } }), 'execution.stop: must NOT have fewer than 1 items');
+    assert.equal(messageOf({ input: HELLO, execution: { stop: ['a', 'b', 'c', 'd', 'e'] } }), 'execution.stop: must NOT have more than 4 items');
+    assert.equal(messageOf({ input: HELLO, execution: { stop: '' } }), 'execution.stop: must NOT have fewer than 1 characters');
+    assert.equal(messageOf({ input: HELLO, execution: { stop: 5 } }), 'execution.stop: must be string or array');
+    assert.equal(messageOf({ input: { messages: [{ role: 'user', content: 1 }] } }), 'input.messages.0.content: must be string or array or null');
+  });
 });
