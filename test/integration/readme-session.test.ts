@@ -5,17 +5,17 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { spawnGateway, stopGateway } from '../helpers/gateway-process.js';
+import { spawnGateway, stopGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 
 /**
  * README.md says every example in it was run against the gateway its Quick
  * start starts. This test does what a new reader does: it starts the fake
  * vendors and the gateway with the bootstrap file and settings the README
  * gives, then runs the README's first session, command by command, with
- * curl, and expects every call to succeed.
+ * curl, and its SDK snippets with the SDKs, and expects every call to succeed.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -60,34 +60,58 @@ async function startFakes(): Promise<{ env: Record<string, string>; stop: () => 
 }
 
 describe('README.md, as a new reader runs it', () => {
-  it('every call of the first session succeeds against the gateway of Quick start and the fake vendors', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gw-readme-'));
+  const dir = mkdtempSync(join(tmpdir(), 'gw-readme-'));
+  let fakes: Awaited<ReturnType<typeof startFakes>> | undefined;
+  let gw: GatewayProcess | undefined;
+  /** the shell variables the examples assume, GW pointing at this gateway */
+  let shell: Record<string, string> = {};
+
+  before(async () => {
     const bootstrap = join(dir, 'bootstrap.json');
     const heredoc = /cat > bootstrap\.json <<'EOF'\n([\s\S]*?)\nEOF/.exec(README);
     assert.ok(heredoc, 'README.md no longer writes bootstrap.json');
     writeFileSync(bootstrap, heredoc[1]!);
     const settings = assignments(blockAfter('Against local fakes of every vendor'), /GW_[A-Z_]+/);
     assert.ok(settings['GW_ADMIN_KEY'] && settings['GW_BOOTSTRAP'], `the Quick start command sets ${Object.keys(settings).join(', ')}`);
-    const fakes = await startFakes();
+    fakes = await startFakes();
+    gw = await spawnGateway({ ...settings, ...fakes.env, GW_BOOTSTRAP: bootstrap, GW_PORT: '0' });
+    shell = { ...assignments(blockAfter('The examples below assume'), /GW|GW_KEY|ADMIN/), GW: `http://127.0.0.1:${gw.port}` };
+  });
+  after(async () => {
+    if (gw) await stopGateway(gw);
+    await fakes?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('every call of the first session succeeds against the gateway of Quick start and the fake vendors', async () => {
+    const session = commands(blockAfter('A first session against the gateway of Quick start'));
+    assert.ok(session.length >= 5, `the first session has ${session.length} commands`);
+    // curl prints the status after the body; every call of the session is meant to work
+    const wrapper = `curl() { command curl -sS -w '\\n%{http_code}' "$@"; }\n`;
+    for (const command of session) {
+      const { stdout } = await run('bash', ['-c', wrapper + command], { env: { ...process.env, ...shell }, timeout: 20_000 });
+      const status = Number(stdout.slice(stdout.lastIndexOf('\n') + 1));
+      assert.ok(status >= 200 && status < 300, `${command}\n→ ${status}: ${stdout.slice(0, 400)}`);
+    }
+  });
+
+  it('every SDK snippet runs against that gateway with the vendors\' own SDKs', async () => {
+    const sdks = README.slice(README.indexOf('## SDKs'), README.indexOf('\n## ', README.indexOf('## SDKs') + 1));
+    const snippets = [...sdks.matchAll(/```ts\n([\s\S]*?)\n```/g)].map((m) => m[1]!);
+    assert.ok(snippets.length >= 4, `the SDKs section has ${snippets.length} snippets`);
+    // the snippets name their credentials; these reach the fakes (the Bedrock fake checks the pair's SigV4)
+    const credentials = `const GW_KEY = '${shell['GW_KEY']}', OPENAI_KEY = 'sk-openai', AZURE_KEY = 'azure-key', ANTHROPIC_KEY = 'sk-ant', GEMINI_KEY = 'AIza-key', BEDROCK_CREDENTIAL = 'AKIAIOSFODNN7EXAMPLE:wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';\n`;
+    // inside the repository, so the SDKs resolve from its node_modules
+    const work = mkdtempSync(join(ROOT, 'test', '.readme-sdk-'));
     try {
-      const gw = await spawnGateway({ ...settings, ...fakes.env, GW_BOOTSTRAP: bootstrap, GW_PORT: '0' });
-      try {
-        const shell = { ...assignments(blockAfter('The examples below assume'), /GW|GW_KEY|ADMIN/), GW: `http://127.0.0.1:${gw.port}` };
-        const session = commands(blockAfter('A first session against the gateway of Quick start'));
-        assert.ok(session.length >= 5, `the first session has ${session.length} commands`);
-        // curl prints the status after the body; every call of the session is meant to work
-        const wrapper = `curl() { command curl -sS -w '\\n%{http_code}' "$@"; }\n`;
-        for (const command of session) {
-          const { stdout } = await run('bash', ['-c', wrapper + command], { env: { ...process.env, ...shell }, timeout: 20_000 });
-          const status = Number(stdout.slice(stdout.lastIndexOf('\n') + 1));
-          assert.ok(status >= 200 && status < 300, `${command}\n→ ${status}: ${stdout.slice(0, 400)}`);
-        }
-      } finally {
-        await stopGateway(gw);
+      for (const [i, snippet] of snippets.entries()) {
+        const lines = snippet.replaceAll('http://localhost:8089', shell['GW']!).split('\n');
+        const file = join(work, `snippet-${i}.ts`);
+        writeFileSync(file, [...lines.filter((l) => l.startsWith('import ')), credentials, ...lines.filter((l) => !l.startsWith('import ')), 'export {};'].join('\n'));
+        await run(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, timeout: 60_000 }).catch((err: { stderr?: string }) => assert.fail(`snippet ${i + 1} of the SDKs section failed:\n${snippet}\n→ ${err.stderr?.slice(0, 800)}`));
       }
     } finally {
-      await fakes.stop();
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(work, { recursive: true, force: true });
     }
   });
 });
