@@ -153,6 +153,8 @@ export interface SkillInput {
   readonly skills: SkillReports;
   /** the route's reading of the request's skill choices, when it made one */
   readonly skillChoices: SkillChoices | undefined;
+  /** the usage dimensions the body names (the native envelope's `metadata`): its session draws the canary arms */
+  readonly dimensions: BodyDimensions | undefined;
   /** the credentials as the caller presented them (a vendor key passed through reaches the call's provider) */
   readonly presented: Presented | undefined;
   /** where the stage leaves its taps on the reply (none: the reply passes untouched) */
@@ -328,7 +330,6 @@ export interface Candidate {
 export interface SkillChoices {
   /** per-request modes by skill, validated and checked against the key's locks */
   readonly overrides: Readonly<Record<string, 'off' | 'shadow' | 'prod'>>;
-  readonly sessionId?: string;
 }
 
 /**

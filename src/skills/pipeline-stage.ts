@@ -68,7 +68,7 @@ export class EngineSkillsStage implements SkillsStage {
       req.stages.end();
       return CONTINUE;
     }
-    const sessionId = chosen?.sessionId ?? req.headers[SESSION];
+    const sessionId = input.dimensions?.session_id ?? req.headers[SESSION];
     const { context, half } = this.support;
     return this.engine
       .run({

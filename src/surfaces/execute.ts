@@ -184,11 +184,8 @@ const plan = (keySkills: KeySkills): Planner => (req, { providers, presented, ca
   };
 };
 
-/** The skill choices and usage dimensions the envelope names: `metadata.session_id` draws the canary arms, and each `metadata` field is the row's over its header. */
-const readingOf = (body: ExecuteRequest, overrides: SkillOverrides): Pick<Plan, 'skillChoices' | 'dimensions'> => {
-  const sessionId = body.metadata?.session_id;
-  return { skillChoices: { overrides, ...(sessionId !== undefined && { sessionId }) }, ...(body.metadata !== undefined && { dimensions: body.metadata }) };
-};
+/** The skill choices and usage dimensions the envelope names: each `metadata` field is the row's over its header, and its session draws the canary arms. */
+const readingOf = (body: ExecuteRequest, overrides: SkillOverrides): Pick<Plan, 'skillChoices' | 'dimensions'> => ({ skillChoices: { overrides }, ...(body.metadata !== undefined && { dimensions: body.metadata }) });
 
 const NO_MODEL = 'target.model: no model given, and model_routing did not choose one';
 

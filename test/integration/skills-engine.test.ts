@@ -319,6 +319,17 @@ describe('skills engine: the classifier enforced, canary arms, a thread that die
     assert.deepEqual([...arms].sort(), ['miss', 'skipped'], 'both arms are drawn');
   });
 
+  it('on /v1/execute the canary arm is drawn from metadata.session_id, over x-gw-session', async () => {
+    const sessionIn = (arm: string) => Array.from({ length: 100 }, (_, i) => `exec-${i}`).find((s) => armFor('pii_redaction', 'canary:50', s, 'unused') === arm)!;
+    const [treated, held] = [sessionIn('treatment'), sessionIn('control')];
+    const envelope = (session: string) => JSON.stringify({ input: { messages: [{ role: 'user', content: ORDINARY }] }, target: { model: 'gpt-4o-mini' }, metadata: { session_id: session } });
+    for (const [metadata, header, expected] of [[treated, held, 'miss'], [held, treated, 'skipped']] as const) {
+      const res = await post(gw, '/v1/execute', { 'x-gw-key': canary, 'x-gw-provider-key': 'sk-upstream', 'x-gw-session': header }, envelope(metadata));
+      assert.equal(res.status, 200, await res.text());
+      assert.equal(res.headers.get('x-gw-skill-pii-redaction'), expected, `metadata.session_id ${metadata}, x-gw-session ${header}`);
+    }
+  });
+
   it('a per-request override replaces the stored canary: off runs nothing, prod acts on every session', async () => {
     const s = SURFACES[0]!;
     const off = await call(gw, fakes, s, canary, ORDINARY, { 'x-gw-skills': 'pii_redaction=off' });
