@@ -201,8 +201,8 @@ export function createFront(opts: FrontOptions): Front {
     if (length > opts.maxBodyBytes) return tooLarge(sink, opts.maxBodyBytes);
     if (length !== 0) {
       const refusal = ingress.refuse(length);
-      // the body is left unread (when the connection closes: shedInPlace, shed)
-      if (refusal) return length > 0 ? shedInPlace(sink, refusal) : shed(sink, refusal);
+      // the body is left unread (when the connection closes: shed)
+      if (refusal) return shed(sink, refusal, length > 0);
     }
 
     exchange.deadline = setTimeout(() => giveUp(sink, stages, 'request deadline exceeded before a response started; safe to retry'), opts.requestDeadlineMs);
@@ -272,24 +272,20 @@ function tooLarge(sink: UwsSink, maxBytes: number): void {
   answerThenClose(sink, new GatewayError('payload_too_large', `request body exceeds ${maxBytes} bytes`));
 }
 
-/** A transport shed: its surface's envelope rendered once for every shed of its reason, then answered and closed. */
-function shed(sink: UwsSink, err: GatewayError): void {
-  sink.renderer = renderedOnce(sink.renderer);
-  answerThenClose(sink, err);
-}
-
 /**
- * A transport shed of a body framed by its Content-Length, answered at once:
- * deferred to the next turn it waited behind every other socket the turn read
- * (p99 6-16 ms at the gateway under twice the ingress budget, against 0.1-0.2 ms).
- * The declared length frames the body, so uWS skips its bytes unparsed; the
- * connection closes after the answer unless the whole body and a next
- * request came with it, and that request is then served as the caller's next.
- * A chunked body's framing is uWS's own reading: its shed keeps the deferred
- * answer, which drops whatever follows.
+ * A transport shed: its surface's envelope rendered once for every shed of its
+ * reason, then answered and closed. A body framed by its Content-Length is
+ * answered at once: deferred to the next turn it waited behind every other
+ * socket the turn read (p99 6-16 ms at the gateway under twice the ingress
+ * budget, against 0.1-0.2 ms). The declared length frames the body, so uWS
+ * skips its bytes unparsed; the connection closes after the answer unless the
+ * whole body and a next request came with it, and that request is then served
+ * as the caller's next. A chunked body's framing is uWS's own reading: its
+ * shed keeps the deferred answer, which drops whatever follows.
  */
-function shedInPlace(sink: UwsSink, err: GatewayError): void {
+function shed(sink: UwsSink, err: GatewayError, framedByLength = false): void {
   sink.renderer = renderedOnce(sink.renderer);
+  if (!framedByLength) return answerThenClose(sink, err);
   sink.closeConnection = true;
   sink.fail(err);
 }
