@@ -31,12 +31,19 @@ class ContextText {
     this.lowered ??= this.text.toLowerCase();
     const lower = this.lowered;
     if (lower.length !== this.text.length) return this.text.slice(from, to).toLowerCase().match(WORD) ?? [];
+    // the runs of WORD's characters, read in a loop: an exec per word cost a match array each
     const out: string[] = [];
-    WORD.lastIndex = from;
-    for (let m = WORD.exec(lower); m !== null && m.index < to; m = WORD.exec(lower)) {
-      const end = m.index + m[0].length;
-      out.push(end <= to ? m[0] : lower.slice(m.index, to));
+    let start = -1;
+    for (let i = from; i < to; i++) {
+      const c = lower.charCodeAt(i);
+      if ((c >= 97 && c <= 122) || (c >= 48 && c <= 57)) {
+        if (start < 0) start = i;
+      } else if (start >= 0) {
+        out.push(lower.slice(start, i));
+        start = -1;
+      }
     }
+    if (start >= 0) out.push(lower.slice(start, to));
     return out;
   }
 }
@@ -65,9 +72,9 @@ const stickyOf = (re: RegExp): RegExp => {
 
 /**
  * Calls `found` with each match of `r.pattern` in `text`, in order, as its
- * global exec loop finds them. With an anchor only the starts up to its
- * reach before each anchor match are tried: a start further back has its
- * anchor match further back too, where it was tried already.
+ * global exec loop finds them. With an anchor only the starts it allows
+ * before each anchor match are tried: a start further back has its anchor
+ * match further back too, where it was tried already.
  */
 function eachMatch(r: Recognizer, text: string, found: (start: number, end: number) => void): void {
   if (r.anchor === undefined) {
@@ -75,14 +82,18 @@ function eachMatch(r: Recognizer, text: string, found: (start: number, end: numb
     for (let m = r.pattern.exec(text); m !== null; m = r.pattern.exec(text)) found(m.index, m.index + m[0].length);
     return;
   }
-  const { pattern: anchor, reach } = r.anchor;
+  const { pattern: anchor } = r.anchor;
+  const startOf = 'startOf' in r.anchor ? r.anchor.startOf : undefined;
+  const reach = 'reach' in r.anchor ? r.anchor.reach : 0;
   const sticky = stickyOf(r.pattern);
   // no match starts before `from`: the end of the last one
   let from = 0;
   anchor.lastIndex = 0;
   for (let a = anchor.exec(text); a !== null; a = anchor.exec(text)) {
     anchor.lastIndex = a.index + 1;
-    for (let start = Math.max(from, a.index - reach); start <= a.index; start++) {
+    const last = startOf === undefined ? a.index : startOf(text, a.index);
+    const first = startOf === undefined ? a.index - reach : last;
+    for (let start = Math.max(from, first); start <= last; start++) {
       sticky.lastIndex = start;
       const m = sticky.exec(text);
       if (m === null) continue;
@@ -123,6 +134,9 @@ export function findPii(text: string, recognizers: readonly Recognizer[] = RECOG
       if (score >= THRESHOLD) candidates.push({ kind: r.kind, start, end, score });
     });
   }
+  // when no candidate overlaps another, all of them stand (each recognizer's are in text order, so this sort merges runs)
+  const inText = [...candidates].sort((a, b) => a.start - b.start);
+  if (inText.every((c, i) => i === 0 || (inText[i - 1] as Finding).end <= c.start)) return inText;
   candidates.sort((a, b) => b.score - a.score || b.end - b.start - (a.end - a.start));
   // kept in text order as it grows: a candidate is checked against its neighbour, not every value kept (a 32 KB body holds hundreds)
   const kept: Finding[] = [];

@@ -34,12 +34,13 @@ export interface Recognizer {
   against?: ReadonlySet<string>;
   /**
    * For a pattern that could start anywhere (no literal first character to
-   * scan for): every match holds a match of `pattern` (global) that starts at
-   * most `reach` characters after the value's own start, at the leftmost such
-   * point in it. Only the starts that close to one are tried: the same values,
-   * without an attempt at every character of the text.
+   * scan for): every match holds a match of `pattern` (global), at the
+   * leftmost such point in it, and only the starts it allows are tried: the
+   * same values, without an attempt at every character of the text. Either
+   * every start up to `reach` characters before it, or the one start
+   * `startOf` reads back from it.
    */
-  anchor?: { pattern: RegExp; reach: number };
+  anchor?: { pattern: RegExp; reach: number } | { pattern: RegExp; startOf: (text: string, at: number) => number };
 }
 
 export const THRESHOLD = 0.5;
@@ -63,6 +64,14 @@ export const LABEL: Readonly<Record<PiiKind, string>> = {
 
 const words = (s: string) => new Set(s.split(' '));
 const digitsOf = (s: string) => s.replace(/\D/g, '');
+function digitCount(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 48 && c <= 57) n++;
+  }
+  return n;
+}
 /** words that say a number is an identifier of something other than a person */
 const OTHER_NUMBER = words('order invoice tracking ref reference sku ticket serial build version ver release firmware id');
 
@@ -102,11 +111,11 @@ function ipv6Score(value: string): number {
 }
 
 function phoneScore(value: string): number {
-  const d = digitsOf(value);
-  if (value.startsWith('+')) return d.length >= 8 && d.length <= 15 ? 0.7 : 0;
-  if (d.length < 10 || d.length > 11) return 0;
+  const digits = digitCount(value);
+  if (value.startsWith('+')) return digits >= 8 && digits <= 15 ? 0.7 : 0;
+  if (digits < 10 || digits > 11) return 0;
   if (/^\(\d{3}\)/.test(value) || /^\d{3}([-.])\d{3}\1\d{4}$/.test(value)) return 0.55;
-  return value.length === d.length ? 0.25 : 0.4;
+  return value.length === digits ? 0.25 : 0.4;
 }
 
 function jwtScore(value: string): number {
@@ -120,6 +129,24 @@ function jwtScore(value: string): number {
 
 const strong = (score: number) => () => score;
 
+/** the characters of an e-mail address's local part, which are also those its pattern's lookbehind refuses before it */
+const LOCAL_PART = (() => {
+  const table = new Uint8Array(128);
+  for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-') table[c.charCodeAt(0)] = 1;
+  return table;
+})();
+
+/** where the run of local-part characters that ends at `at` begins: the only start an address holding the `@` at `at` can have */
+function localPartStart(text: string, at: number): number {
+  let start = at;
+  while (start > 0) {
+    const c = text.charCodeAt(start - 1);
+    if (c >= 128 || LOCAL_PART[c] === 0) break;
+    start--;
+  }
+  return start;
+}
+
 export const RECOGNIZERS: readonly Recognizer[] = [
   { kind: 'private_key', pattern: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----/g, score: strong(1) },
   { kind: 'api_key', pattern: /(?<![\w-])sk-(?:ant-[a-z0-9]+-|proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}(?![\w-])/g, score: strong(0.95) },
@@ -131,6 +158,8 @@ export const RECOGNIZERS: readonly Recognizer[] = [
     pattern: /(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}(?![\w-])/g,
     // `icon@2x.png` is a file name
     score: (v) => (IMAGE_TLD.has(v.slice(v.lastIndexOf('.') + 1).toLowerCase()) ? 0 : 0.9),
+    // an address holds one `@`, and starts where the run of local-part characters before it does (a later start is refused by the lookbehind)
+    anchor: { pattern: /@/g, startOf: localPartStart },
   },
   {
     kind: 'iban',
