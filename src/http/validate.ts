@@ -8,15 +8,23 @@ const ajv = new Ajv({ allErrors: false, strict: false });
 const addFormats = addFormatsModule as unknown as (a: Ajv) => Ajv;
 addFormats(ajv);
 
-/** Compiles a TypeBox schema into a parser that throws a 400 request_error naming the field. */
+/**
+ * Compiles a TypeBox schema into a parser that throws a 400 request_error
+ * naming the field as a dotted path from the body (`reason`,
+ * `skill_params.agent_trajectory_compaction.min_fold_tokens`), under `what`
+ * when the value is itself a field or a file; an unknown field is named itself.
+ */
 export function compileSchema<S extends TSchema>(schema: S): (value: unknown, what?: string) => Static<S> {
   const validate = ajv.compile<Static<S>>(schema);
-  return (value, what = 'body') => {
+  return (value, what) => {
     if (validate(value)) return value;
     const e = validate.errors?.[0];
-    const field = e ? `${what}${e.instancePath.replace(/\//g, '.')}` : what;
-    const extra = e?.keyword === 'additionalProperties' ? ` (${String(e.params['additionalProperty'])})` : '';
-    throw new GatewayError('request_error', `${field}: ${e?.message ?? 'invalid'}${extra}`, { fields: { field } });
+    const unknown = e?.keyword === 'additionalProperties';
+    const path = e === undefined ? [] : e.instancePath.split('/').slice(1);
+    if (unknown) path.push(String(e.params['additionalProperty']));
+    const field = [...(what === undefined ? [] : [what]), ...path].join('.') || 'body';
+    const message = unknown ? 'is not a field this route takes' : (e?.message ?? 'invalid');
+    throw new GatewayError('request_error', `${field}: ${message}`, { fields: { field } });
   };
 }
 

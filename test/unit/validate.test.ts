@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Type } from '@sinclair/typebox';
+import { GatewayError } from '../../src/errors.js';
+import { compileSchema } from '../../src/http/validate.js';
+
+const parse = compileSchema(
+  Type.Object(
+    {
+      key_id: Type.String(),
+      reason: Type.Optional(Type.String()),
+      params: Type.Optional(Type.Object({ fold: Type.Optional(Type.Object({ min_tokens: Type.Integer({ minimum: 1 }) }, { additionalProperties: false })) }, { additionalProperties: false })),
+    },
+    { additionalProperties: false },
+  ),
+);
+
+/** the field and message of the 400 a parse throws */
+function refusal(value: unknown, what?: string): { field: unknown; message: string } {
+  try {
+    parse(value, what);
+  } catch (err) {
+    assert.ok(err instanceof GatewayError);
+    assert.equal(err.type, 'request_error');
+    return { field: err.options.fields?.['field'], message: err.message };
+  }
+  assert.fail('expected a refusal');
+}
+
+describe('compileSchema', () => {
+  it('names a field as the caller wrote it: a dotted path from the body, with no prefix of its own', () => {
+    assert.deepEqual(refusal({ key_id: 'k', reason: 5 }), { field: 'reason', message: 'reason: must be string' });
+    assert.deepEqual(refusal({ key_id: 'k', params: { fold: { min_tokens: 0 } } }), { field: 'params.fold.min_tokens', message: 'params.fold.min_tokens: must be >= 1' });
+    assert.deepEqual(refusal({}), { field: 'body', message: "body: must have required property 'key_id'" });
+    assert.deepEqual(refusal(5), { field: 'body', message: 'body: must be object' });
+  });
+
+  it('names an unknown field itself, wherever it is', () => {
+    assert.deepEqual(refusal({ key_id: 'k', extra: 1 }), { field: 'extra', message: 'extra: is not a field this route takes' });
+    assert.deepEqual(refusal({ key_id: 'k', params: { fold: { min_tokens: 2, bogus: true } } }), { field: 'params.fold.bogus', message: 'params.fold.bogus: is not a field this route takes' });
+  });
+
+  it('puts a value that is itself a field, or a file, under its name', () => {
+    assert.equal(refusal({ key_id: 'k', reason: 5 }, 'GW_BOOTSTRAP').field, 'GW_BOOTSTRAP.reason');
+    assert.equal(refusal({ key_id: 'k', extra: 1 }, 'skill_params').field, 'skill_params.extra');
+  });
+
+  it('returns a valid value as it is', () => {
+    const value = { key_id: 'k', params: { fold: { min_tokens: 3 } } };
+    assert.equal(parse(value), value);
+  });
+});
