@@ -1,5 +1,5 @@
 import type { Static, TSchema } from '@sinclair/typebox';
-import { Ajv } from 'ajv';
+import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { GatewayError } from '../errors.js';
 
@@ -23,9 +23,21 @@ export function compileSchema<S extends TSchema>(schema: S): (value: unknown, wh
     const path = e === undefined ? [] : e.instancePath.split('/').slice(1);
     if (unknown) path.push(String(e.params['additionalProperty']));
     const field = [...(what === undefined ? [] : [what]), ...path].join('.') || 'body';
-    const message = unknown ? 'is not a field this route takes' : (e?.message ?? 'invalid');
+    const message = unknown ? 'is not a field this route takes' : (allowedValues(validate.errors ?? [], e) ?? e?.message ?? 'invalid');
     throw new GatewayError('request_error', `${field}: ${message}`, { fields: { field } });
   };
+}
+
+/**
+ * "must be \"success\" or \"failure\"" where Ajv would say "must be equal to
+ * constant": a union of literals fails each branch at the same place.
+ */
+function allowedValues(errors: readonly ErrorObject[], first: ErrorObject | undefined): string | undefined {
+  if (first === undefined || (first.keyword !== 'const' && first.keyword !== 'enum')) return undefined;
+  const values = errors
+    .filter((e) => e.instancePath === first.instancePath && (e.keyword === 'const' || e.keyword === 'enum'))
+    .flatMap((e) => (e.keyword === 'const' ? [e.params['allowedValue'] as unknown] : (e.params['allowedValues'] as unknown[])));
+  return `must be ${values.map((v) => JSON.stringify(v)).join(' or ')}`;
 }
 
 /** Parses a JSON object body or throws a 400 request_error. */

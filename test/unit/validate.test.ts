@@ -50,3 +50,22 @@ describe('compileSchema', () => {
     assert.equal(parse(value), value);
   });
 });
+
+describe('compileSchema on a union of literals', () => {
+  const parseOutcome = compileSchema(Type.Object({ outcome: Type.Union([Type.Literal('success'), Type.Literal('failure')]), color: Type.Optional(Type.Union([Type.Literal('red')])) }));
+  const message = (value: unknown) => {
+    try {
+      parseOutcome(value);
+    } catch (err) {
+      return (err as GatewayError).message;
+    }
+    return assert.fail('expected a refusal');
+  };
+
+  it('says which values it takes, where Ajv says "must be equal to constant"', () => {
+    assert.equal(message({ outcome: 'great' }), 'outcome: must be "success" or "failure"');
+    assert.equal(message({ outcome: 'success', color: 'blue' }), 'color: must be "red"');
+    // a value of another type fails each branch on its type first
+    assert.equal(message({ outcome: 3 }), 'outcome: must be string');
+  });
+});
