@@ -3,7 +3,8 @@ import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { GatewayError } from '../errors.js';
 
-const ajv = new Ajv({ allErrors: false, strict: false });
+// verbose: an error carries its keyword's schema, so a union of literals can name them
+const ajv = new Ajv({ allErrors: false, strict: false, verbose: true });
 // ajv-formats ships CommonJS; its default export arrives wrapped under NodeNext
 const addFormats = addFormatsModule as unknown as (a: Ajv) => Ajv;
 addFormats(ajv);
@@ -29,15 +30,17 @@ export function compileSchema<S extends TSchema>(schema: S): (value: unknown, wh
 }
 
 /**
- * "must be \"success\" or \"failure\"" where Ajv would say "must be equal to
- * constant": a union of literals fails each branch at the same place.
+ * "must be one of success, failure" (as settings say it) where Ajv would say
+ * "must be equal to constant" or "must be string": a union of literals fails
+ * each of its branches at the same place, then the union itself. A single
+ * literal: "must be red".
  */
 function allowedValues(errors: readonly ErrorObject[], first: ErrorObject | undefined): string | undefined {
-  if (first === undefined || (first.keyword !== 'const' && first.keyword !== 'enum')) return undefined;
-  const values = errors
-    .filter((e) => e.instancePath === first.instancePath && (e.keyword === 'const' || e.keyword === 'enum'))
-    .flatMap((e) => (e.keyword === 'const' ? [e.params['allowedValue'] as unknown] : (e.params['allowedValues'] as unknown[])));
-  return `must be ${values.map((v) => JSON.stringify(v)).join(' or ')}`;
+  const union = errors.find((e) => e.instancePath === first?.instancePath && (e.keyword === 'anyOf' || e.keyword === 'enum'));
+  if (union === undefined) return first?.keyword === 'const' ? `must be ${String(first.schema)}` : undefined;
+  const values = union.keyword === 'enum' ? (union.schema as unknown[]) : (union.schema as { const?: unknown }[]).map((branch) => branch.const);
+  if (values.some((v) => v === undefined)) return undefined;
+  return `must be one of ${values.map(String).join(', ')}`;
 }
 
 /** Parses a JSON object body or throws a 400 request_error. */

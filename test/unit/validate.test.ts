@@ -62,10 +62,9 @@ describe('compileSchema on a union of literals', () => {
     return assert.fail('expected a refusal');
   };
 
-  it('says which values it takes, where Ajv says "must be equal to constant"', () => {
-    assert.equal(message({ outcome: 'great' }), 'outcome: must be "success" or "failure"');
-    assert.equal(message({ outcome: 'success', color: 'blue' }), 'color: must be "red"');
-    // a value of another type fails each branch on its type first
-    assert.equal(message({ outcome: 3 }), 'outcome: must be string');
+  it('says which values it takes, where Ajv says "must be equal to constant" or "must be string"', () => {
+    assert.equal(message({ outcome: 'great' }), 'outcome: must be one of success, failure');
+    assert.equal(message({ outcome: 3 }), 'outcome: must be one of success, failure');
+    assert.equal(message({ outcome: 'success', color: 'blue' }), 'color: must be red');
   });
 });
