@@ -34,7 +34,7 @@ Admin commands (deployment admin key: --admin-key or GW_ADMIN_KEY):
   orgs list
   orgs create <org_id> [--parent <org_id>] [--plan free|team|enterprise] [--rps-cap <n>]
   keys list <org_id>
-  keys create <org_id> [--name <text>] [--dev-key-id <id>] [--expires-at <ISO date>]
+  keys create <org_id> [--name <text>] [--dev-key-id <id>] [--expires-at <ISO date-time, e.g. 2027-01-31T00:00:00Z>]
   keys revoke <key_id|dev_key_id>
 
 Org commands (one of the org's developer keys: --key or GW_KEY):
@@ -269,7 +269,10 @@ export async function run(argv: string[], io: Io & { err(text: string): void }):
   const name = twoWord !== undefined && twoWord in COMMANDS ? twoWord : first;
   const command = COMMANDS[name];
   if (command === undefined) {
-    io.err(`gw: unknown command: ${[first, second].filter(Boolean).join(' ')} (gw help lists the commands)\n`);
+    // "gw orgs" (or "gw orgs lst"): name the commands that begin with the word given
+    const family = Object.keys(COMMANDS).filter((c) => c.startsWith(`${first} `));
+    const hint = family.length > 0 ? `; ${first} takes: ${family.map((c) => c.slice(first.length + 1)).join(', ')}` : '';
+    io.err(`gw: unknown command: ${[first, second].filter(Boolean).join(' ')}${hint} (gw help lists the commands)\n`);
     return EXIT.usage;
   }
   const args = name === twoWord ? rest : [second, ...rest].filter((a): a is string => a !== undefined);

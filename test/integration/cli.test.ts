@@ -140,6 +140,13 @@ describe('gw names what was wrong', () => {
     assert.equal(badFlag.code, 2);
     assert.match(badFlag.stderr, /'--colour'/);
 
+    const family = await gw(['orgs'], admin);
+    assert.equal(family.code, 2);
+    assert.match(family.stderr, /unknown command: orgs; orgs takes: list, create /);
+    const unknown = await gw(['bogus'], admin);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /^gw: unknown command: bogus \(gw help lists the commands\)$/m);
+
     const missing = await gw(['keys', 'create'], admin);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /missing <org_id>/);
