@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Ajv, type ErrorObject } from 'ajv';
-import { GatewayError } from '../errors.js';
+import { compileSchema } from '../http/validate.js';
 import { PROVIDER_IDS } from '../providers/types.js';
 
 /**
@@ -109,44 +108,5 @@ export const ExecuteSchema = Type.Object(
 
 export type ExecuteRequest = Static<typeof ExecuteSchema>;
 
-const ajv = new Ajv({ allErrors: false, strict: false });
-const validate = ajv.compile<ExecuteRequest>(ExecuteSchema);
-
-/** The dotted path of the field an Ajv error is about: arrays indexed with dots, a missing or unknown property named. */
-function fieldOf(e: ErrorObject): string {
-  const path = e.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
-  if (e.keyword === 'required') path.push(String(e.params['missingProperty']));
-  if (e.keyword === 'additionalProperties') path.push(String(e.params['additionalProperty']));
-  return path.join('.');
-}
-
-const MESSAGES: Partial<Record<string, (e: ErrorObject) => string>> = {
-  additionalProperties: () => 'unknown field',
-  required: () => 'required',
-};
-
-/**
- * The field at fault is the deepest path reported (a union reports each of its
- * branches); where the union itself failed at that path, the message is that
- * of the branch whose type the value has (`stop: []`: too few items), else it
- * lists what the branches accept.
- */
-function describe(errors: readonly ErrorObject[]): { field: string; message: string } {
-  const deepest = errors.reduce((a, b) => (fieldOf(b).length > fieldOf(a).length ? b : a));
-  const field = fieldOf(deepest);
-  const here = errors.filter((e) => fieldOf(e) === field);
-  if (here.some((e) => e.keyword === 'anyOf')) {
-    const ofItsType = here.find((e) => e.keyword !== 'anyOf' && e.keyword !== 'type' && e.keyword !== 'const');
-    if (ofItsType) return { field, message: MESSAGES[ofItsType.keyword]?.(ofItsType) ?? ofItsType.message ?? 'invalid' };
-    const accepted = here.flatMap((e) => (e.keyword === 'type' ? [String(e.params['type'])] : e.keyword === 'const' ? [JSON.stringify(e.params['allowedValue'])] : []));
-    return { field, message: accepted.length > 0 ? `must be ${accepted.join(' or ')}` : 'does not match any accepted shape' };
-  }
-  return { field, message: MESSAGES[deepest.keyword]?.(deepest) ?? deepest.message ?? 'invalid' };
-}
-
 /** The request envelope, or 400 request_error naming the field (`execution.max_tokens`, `input.messages.0.content`). */
-export function parseExecuteRequest(body: unknown): ExecuteRequest {
-  if (validate(body)) return body;
-  const { field, message } = describe(validate.errors ?? []);
-  throw new GatewayError('request_error', `${field === '' ? 'body' : field}: ${message}`, { fields: { field: field === '' ? 'body' : field } });
-}
+export const parseExecuteRequest = compileSchema(ExecuteSchema);
