@@ -88,7 +88,7 @@ export const SettingsSchema = Type.Object({
   GW_SKILL_IDLE_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 30_000, description: 'an idle skill thread above the warm count ends after this' }),
   GW_SKILL_CEILING_ACTING_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 250, description: 'wall-clock ceiling of each acting skill stage, per request; 0 = every stage misses' }),
   GW_SKILL_CEILING_SHADOW_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 50, description: 'wall-clock ceiling of each shadow skill stage, per request; 0 = every stage misses' }),
-  GW_SKILL_ABORT_GRACE_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 100, description: 'after its ceiling, a running stage gets this long to stop on its own before its thread is killed' }),
+  GW_SKILL_ABORT_GRACE_MS: Type.Integer({ minimum: 0, maximum: 60_000, default: 100, description: 'after its ceiling, a running stage gets this long to stop on its own before its thread is killed (a thread starved of CPU meanwhile is spared: docs/operations.md, Ceilings)' }),
   GW_GUARDRAILS_MODEL_MODE: Type.Union([Type.Literal('shadow'), Type.Literal('enforce'), Type.Literal('off')], { default: 'shadow' }),
   GW_IDP_ISSUER: Type.Optional(Type.String({ minLength: 1 })),
   GW_IDP_JWKS: Type.Optional(Type.String({ minLength: 1, description: 'JWKS file path or URL' })),

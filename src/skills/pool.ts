@@ -2,6 +2,7 @@ import { Piscina } from 'piscina';
 import { CATALOG } from '../providers/catalog.js';
 import type { SkillRow } from './table.js';
 import { STAGE_FINISHED, STAGE_RUNNING, STARTED_SLOT_INTS, type FollowerStage, type StageReply, type StageTask, type WorkerEvaluators } from './stage.js';
+import { starved, threadSched } from './thread-sched.js';
 
 /**
  * The skill pool: the only module that knows threads (the only piscina
@@ -13,7 +14,8 @@ import { STAGE_FINISHED, STAGE_RUNNING, STARTED_SLOT_INTS, type FollowerStage, t
  *   main loop, not the stage, was stuck);
  * - a stage still running `abortGraceMs` later ignored its cooperative
  *   deadline: its thread is terminated and replaced (a respawn, counted);
- *   stages handed to that thread behind it end as `error`;
+ *   stages handed to that thread behind it end as `error`; a thread starved
+ *   of CPU meanwhile is given more time instead (see the backstop);
  * - a full pool (every thread holding `tasksPerThread` stages, `maxQueue`
  *   waiting) is `overloaded`; a thread that dies mid-stage is `error` (a
  *   respawn, counted).
@@ -59,6 +61,9 @@ export interface PoolObserver {
  * few ms later, so that the two do not race over a stage ending on time.
  */
 const FOLLOWER_SLACK_MS = 10;
+
+/** How long the backstop spares a stage whose thread waits for a CPU instead of running (see backstop) */
+const STARVED_PATIENCE_MS = 10_000;
 
 export type StageRun =
   | { outcome: 'done'; reply: StageReply; ms: number }
@@ -169,12 +174,32 @@ export class SkillPool {
 
       let finished = false;
       let killed = false;
-      /** The backstop: a stage still running after its grace ignored its deadline; its thread is terminated. */
-      const backstop = (started: Int32Array) =>
-        setTimeout(() => {
+      /**
+       * The backstop: a stage still running after its grace ignored its
+       * deadline, and its thread is terminated; unless the thread spent the
+       * grace waiting for a CPU rather than running (a shadow thread at the
+       * lowest priority while requests keep the cores busy): a starved stage
+       * is not stuck, and a thread killed for it would cost a respawn on a
+       * machine already short of CPU. It is looked at again after each grace,
+       * for STARVED_PATIENCE_MS at most.
+       */
+      const backstop = (started: Int32Array) => {
+        const grace = this.settings.abortGraceMs;
+        const tid = Atomics.load(started, 3);
+        const since = Date.now();
+        let before = threadSched(tid);
+        const look = () => {
           if (finished || Atomics.load(started, 0) !== STAGE_RUNNING) return;
+          const now = threadSched(tid);
+          if (before !== undefined && now !== undefined && starved(before, now) && Date.now() - since < STARVED_PATIENCE_MS) {
+            before = now;
+            setTimeout(look, grace);
+            return;
+          }
           killed = this.terminate(Atomics.load(started, 1));
-        }, this.settings.abortGraceMs);
+        };
+        setTimeout(look, grace);
+      };
       const t0Wall = Date.now();
       const deadlineAt = t0Wall + ceilingMs;
       const slots = [task.started, ...followers.map((f) => f.started)];

@@ -154,9 +154,10 @@ export const STAGE_FINISHED = 2;
  * Int32s per stage in shared memory: the stage's state; the id of the thread
  * running it (the backstop's target); when it started, in ms after its task's
  * `deadlineAt` (negative before it), so the pool times a follower's ceiling
- * from its own start.
+ * from its own start; the kernel's id of that thread (0 where unknown), whose
+ * scheduler times tell the backstop a stuck stage from a starved one.
  */
-export const STARTED_SLOT_INTS = 3;
+export const STARTED_SLOT_INTS = 4;
 
 /**
  * A stage that runs in the same task right after the task's own stage (and

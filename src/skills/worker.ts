@@ -2,6 +2,7 @@ import { setPriority } from 'node:os';
 import { threadId, workerData } from 'node:worker_threads';
 import { applyOperatorCatalog } from '../providers/catalog.js';
 import { Deadline, STAGE_FINISHED, STAGE_RUNNING, type Evaluator, type StageInput, type StageReply, type StageResult, type StageTask, type WorkerEvaluators } from './stage.js';
+import { kernelThreadId } from './thread-sched.js';
 
 /**
  * The skill pool's worker entry. At start it loads every evaluator the pool
@@ -73,12 +74,15 @@ function sharedResult(result: StageResult): StageResult {
   return out;
 }
 
+const KERNEL_TID = kernelThreadId();
+
 const ceilingMissed = (): StageResult => ({ outcome: 'ceiling_exceeded', detail: { reason: 'the deadline passed before the stage started' } });
 
 /** One evaluation in its started slot: the backstop sees it running on this thread until it returns. */
 async function evaluate(task: StageTask, stage: string, started: Int32Array, deadline: Deadline, input: () => StageInput): Promise<StageReply> {
   Atomics.store(started, 1, threadId);
   Atomics.store(started, 2, Date.now() - task.deadlineAt);
+  Atomics.store(started, 3, KERNEL_TID);
   Atomics.store(started, 0, STAGE_RUNNING);
   const t0 = performance.now();
   try {
