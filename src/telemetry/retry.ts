@@ -6,7 +6,7 @@ const WINDOW_MS = 60_000;
 /** the bodies remembered per process; the oldest go first */
 const MAX_REMEMBERED = 10_000;
 
-/** this process's hash seed: no caller can prepare two bodies that collide in it */
+/** drawn at start, so which two bodies would collide is not the same in every process */
 const SEED = randomBytes(8).readBigUInt64LE();
 
 /**
