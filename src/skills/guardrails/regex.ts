@@ -1,3 +1,5 @@
+import { RuleIndex } from './rule-index.js';
+
 /**
  * The regex stage: one table of rules per detected value, run over folded
  * views (lowercase words and digits, single spaces; see normalize.ts).
@@ -32,21 +34,11 @@ const NOT_AN_ORDER = new RegExp(`\\b${alt(
 
 const rule = (source: string) => source.replaceAll('_', ' ?').replace(/%(\d)/g, '(?:[a-z0-9]+ ){0,$1}');
 
-/** One regex per value: a single alternation is scanned once, several times faster than one regex per rule. */
-const anyOf = (rules: string[]) => new RegExp(`\\b(?:${rules.join('|')})\\b`, 'g');
-
 /** How far back the words that make a match not an order can start. */
 const NOT_AN_ORDER_REACH = 64;
 
-/** Does `re` match `view` somewhere not preceded by NOT_AN_ORDER? */
-function matchesAnOrder(re: RegExp, view: string): boolean {
-  re.lastIndex = 0;
-  for (let m = re.exec(view); m !== null; m = re.exec(view)) {
-    if (!NOT_AN_ORDER.test(view.slice(Math.max(0, m.index - NOT_AN_ORDER_REACH), m.index))) return true;
-    re.lastIndex = m.index + 1;
-  }
-  return false;
-}
+/** Is the match at `at` an order, not preceded by the words that make it negated, reported or asked about? */
+const isOrder = (view: string, at: number) => !NOT_AN_ORDER.test(view.slice(Math.max(0, at - NOT_AN_ORDER_REACH), at));
 
 const OVERRIDE = alt('ignore', 'ignoring', 'disregard', 'disregarding', 'forget', 'forgetting', 'override', 'overriding', 'bypass', 'bypassing',
   'discard', 'dismiss', 'abandon', 'neglect', 'set_aside', 'throw_away', 'throw_out', 'scrap', 'nullify',
@@ -174,14 +166,23 @@ const RULES: Readonly<Record<RegexValue, string[]>> = {
   ],
 };
 
-const MATCHERS = REGEX_VALUES.map((value) => [value, anyOf(RULES[value])] as const);
+/** Every rule, tagged with its value, indexed by the three characters it can begin with. */
+export const RULE_SOURCES: readonly { source: string; tag: RegexValue }[] = REGEX_VALUES.flatMap((tag) => RULES[tag].map((source) => ({ source, tag })));
+const INDEX = new RuleIndex(RULE_SOURCES);
 
 /**
- * The values whose rules match one folded view, added to `found`.
- * Values already in `found` are not tested again.
+ * The values whose rules match one folded view, added to `found`, each
+ * where a word begins (`\b`) and ends. Values already in `found` are not
+ * tested again.
  */
 export function matchRules(view: string, found: Set<RegexValue>): void {
-  for (const [value, re] of MATCHERS) {
-    if (!found.has(value) && matchesAnOrder(re, view)) found.add(value);
-  }
+  INDEX.scan(
+    view,
+    (value) => !found.has(value),
+    (value, at) => {
+      if (!isOrder(view, at)) return false;
+      found.add(value);
+      return found.size === REGEX_VALUES.length;
+    },
+  );
 }

@@ -1,0 +1,229 @@
+/**
+ * An index from a word's first three characters to the rules that can match
+ * starting there, so a scan tries a handful of rules at each word instead of
+ * every rule's leading alternation (V8 tries those one alternative after
+ * another: most of the regex stage's time went there).
+ *
+ * The three-character prefixes each rule can begin with are read off its
+ * source by a small parser of the regex subset the rule table uses: literal
+ * characters, classes, groups, alternation, the `?`, `*`, `+` and `{m,n}`
+ * quantifiers, and zero-width assertions (`\b`, lookarounds), which only ever
+ * narrow a match and are taken as matching anything here. The index may
+ * offer a rule that then fails; it never leaves out one that could match.
+ */
+
+export type RuleNode =
+  | { kind: 'chars'; chars: string }
+  | { kind: 'seq'; items: RuleNode[] }
+  | { kind: 'alt'; options: RuleNode[] }
+  | { kind: 'repeat'; node: RuleNode; min: number; max: number }
+  | { kind: 'empty' };
+
+const EMPTY: RuleNode = { kind: 'empty' };
+const DIGITS = '0123456789';
+const SPACES = ' \t\n\r\f\v';
+
+/** Parses `source` (the subset above); anything else throws, so a rule the index cannot read fails at load, not silently. */
+export function parseRule(source: string): RuleNode {
+  let at = 0;
+  const fail = (why: string): never => {
+    throw new Error(`rule-index: ${why} at ${at} in ${source}`);
+  };
+  const alternation = (): RuleNode => {
+    const options = [sequence()];
+    while (source[at] === '|') {
+      at++;
+      options.push(sequence());
+    }
+    return options.length === 1 ? options[0]! : { kind: 'alt', options };
+  };
+  const sequence = (): RuleNode => {
+    const items: RuleNode[] = [];
+    while (at < source.length && source[at] !== '|' && source[at] !== ')') items.push(quantified(atom()));
+    return { kind: 'seq', items };
+  };
+  const group = (): RuleNode => {
+    at++; // (
+    let zeroWidth = false;
+    if (source.startsWith('?:', at)) at += 2;
+    else if (/^\?<?[=!]/.test(source.slice(at, at + 3))) {
+      at += source[at + 1] === '<' ? 3 : 2;
+      zeroWidth = true;
+    } else if (source[at] === '?') fail('unsupported group');
+    const inner = alternation();
+    if (source[at++] !== ')') fail('unclosed group');
+    return zeroWidth ? EMPTY : inner;
+  };
+  const charClass = (): RuleNode => {
+    at++; // [
+    if (source[at] === '^') fail('negated class');
+    let chars = '';
+    while (source[at] !== ']') {
+      if (at >= source.length) fail('unclosed class');
+      const from = source[at++]!;
+      if (source[at] === '-' && source[at + 1] !== ']') {
+        const to = source[at + 1]!;
+        at += 2;
+        for (let c = from.charCodeAt(0); c <= to.charCodeAt(0); c++) chars += String.fromCharCode(c);
+      } else chars += from;
+    }
+    at++; // ]
+    return { kind: 'chars', chars };
+  };
+  const escape = (): RuleNode => {
+    const c = source[at + 1];
+    at += 2;
+    if (c === 'b' || c === 'B') return EMPTY;
+    if (c === 'd') return { kind: 'chars', chars: DIGITS };
+    if (c === 's') return { kind: 'chars', chars: SPACES };
+    if (c === undefined || /[a-zA-Z0-9]/.test(c)) fail(`unsupported escape \\${c}`);
+    return { kind: 'chars', chars: c! };
+  };
+  const atom = (): RuleNode => {
+    const c = source[at]!;
+    if (c === '(') return group();
+    if (c === '[') return charClass();
+    if (c === '\\') return escape();
+    if ('.^$*+?{'.includes(c)) fail(`unsupported ${c}`);
+    at++;
+    return { kind: 'chars', chars: c };
+  };
+  const quantified = (node: RuleNode): RuleNode => {
+    const q = source[at];
+    let min: number;
+    let max: number;
+    if (q === '?') [min, max] = [0, 1];
+    else if (q === '*') [min, max] = [0, Infinity];
+    else if (q === '+') [min, max] = [1, Infinity];
+    else if (q === '{') {
+      const m = /^\{(\d+)(,(\d*))?\}/.exec(source.slice(at));
+      if (m === null) fail('bad {m,n}');
+      min = Number(m![1]);
+      max = m![2] === undefined ? min : m![3] === '' ? Infinity : Number(m![3]);
+      at += m![0].length - 1;
+    } else return node;
+    at++;
+    if (source[at] === '?') at++; // lazy: the same strings
+    return { kind: 'repeat', node, min, max };
+  };
+  const node = alternation();
+  if (at !== source.length) fail('unbalanced )');
+  return node;
+}
+
+/**
+ * The strings of up to `k` characters that begin a match of `node`: one of
+ * length `k` is a prefix, a shorter one a whole match.
+ */
+export function prefixes(node: RuleNode, k: number): Set<string> {
+  if (k === 0) return new Set(['']);
+  switch (node.kind) {
+    case 'empty':
+      return new Set(['']);
+    case 'chars':
+      return new Set(node.chars);
+    case 'alt':
+      return new Set(node.options.flatMap((o) => [...prefixes(o, k)]));
+    case 'seq':
+      return node.items.reduce((heads, item) => then(heads, item, k), new Set(['']));
+    case 'repeat': {
+      let heads = new Set(['']);
+      const all = new Set<string>(node.min === 0 ? heads : []);
+      // past min + k rounds every string is either k long or complete already
+      for (let round = 1; round <= Math.min(node.max, node.min + k); round++) {
+        heads = then(heads, node.node, k);
+        if (round >= node.min) for (const h of heads) all.add(h);
+      }
+      return all;
+    }
+  }
+}
+
+function then(heads: Set<string>, next: RuleNode, k: number): Set<string> {
+  const out = new Set<string>();
+  for (const head of heads) {
+    if (head.length === k) out.add(head);
+    else for (const tail of prefixes(next, k - head.length)) out.add(head + tail);
+  }
+  return out;
+}
+
+/** a code's class in a key: a-z 0-25, 0-9 26-35, anything else (space, a letter beyond ASCII, the end) 36 */
+const CLASSES = 37;
+const CLASS_OF = (() => {
+  const table = new Uint8Array(128).fill(CLASSES - 1);
+  for (let c = 97; c <= 122; c++) table[c] = c - 97;
+  for (let c = 48; c <= 57; c++) table[c] = c - 48 + 26;
+  return table;
+})();
+const classOf = (code: number) => (code < 128 ? CLASS_OF[code]! : CLASSES - 1);
+
+/** JavaScript's word characters, the ones `\b` looks at */
+const WORD = (() => {
+  const table = new Uint8Array(128);
+  for (const c of 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_') table[c.charCodeAt(0)] = 1;
+  return table;
+})();
+
+interface IndexedRule<T> {
+  readonly tag: T;
+  /** sticky: tried at one position */
+  readonly re: RegExp;
+}
+
+/**
+ * The rules by the three characters a word begins with. Each rule's regex is
+ * compiled sticky with a closing `\b`; a rule is tried only where a word
+ * begins (as the `\b` before it required).
+ */
+export class RuleIndex<T> {
+  private readonly byKey: (IndexedRule<T>[] | undefined)[] = new Array(CLASSES ** 3);
+
+  constructor(rules: readonly { source: string; tag: T }[]) {
+    for (const { source, tag } of rules) {
+      const rule: IndexedRule<T> = { tag, re: new RegExp(`(?:${source})\\b`, 'y') };
+      for (const head of prefixes(parseRule(source), 3)) {
+        const first = head.charCodeAt(0);
+        if (!(first < 128 && WORD[first] === 1)) throw new Error(`rule-index: a rule must begin with a word character: ${source}`);
+        for (const key of keysOf(head)) {
+          const list = (this.byKey[key] ??= []);
+          if (!list.includes(rule)) list.push(rule);
+        }
+      }
+    }
+  }
+
+  /**
+   * Calls `matched` with the tag of each rule that matches where a word of
+   * `text` begins, and the position, until it returns true. Rules whose tag
+   * is not `wanted` are not tried.
+   */
+  scan(text: string, wanted: (tag: T) => boolean, matched: (tag: T, at: number) => boolean): void {
+    let inWord = false;
+    for (let p = 0; p < text.length; p++) {
+      const c = text.charCodeAt(p);
+      const word = c < 128 && WORD[c] === 1;
+      if (word && !inWord) {
+        const rules = this.byKey[(classOf(c) * CLASSES + classOf(text.charCodeAt(p + 1))) * CLASSES + classOf(text.charCodeAt(p + 2))];
+        if (rules !== undefined) {
+          for (const { tag, re } of rules) {
+            if (!wanted(tag)) continue;
+            re.lastIndex = p;
+            if (re.test(text) && matched(tag, p)) return;
+          }
+        }
+      }
+      inWord = word;
+    }
+  }
+}
+
+/** The keys a head stands for: a complete match shorter than three characters is followed by anything. */
+function keysOf(head: string): number[] {
+  let keys = [0];
+  for (let i = 0; i < 3; i++) {
+    const classes = i < head.length ? [classOf(head.charCodeAt(i))] : Array.from({ length: CLASSES }, (_, c) => c);
+    keys = keys.flatMap((k) => classes.map((c) => k * CLASSES + c));
+  }
+  return keys;
+}
