@@ -166,7 +166,7 @@ const RULES: Readonly<Record<RegexValue, string[]>> = {
   ],
 };
 
-/** Every rule, tagged with its value, indexed by the three characters it can begin with. */
+/** Every rule, tagged with its value, indexed by the characters it can begin with. */
 export const RULE_SOURCES: readonly { source: string; tag: RegexValue }[] = REGEX_VALUES.flatMap((tag) => RULES[tag].map((source) => ({ source, tag })));
 const INDEX = new RuleIndex(RULE_SOURCES);
 

@@ -1,10 +1,10 @@
 /**
- * An index from a word's first three characters to the rules that can match
+ * An index from a word's first characters to the rules that can match
  * starting there, so a scan tries a handful of rules at each word instead of
  * every rule's leading alternation (V8 tries those one alternative after
  * another: most of the regex stage's time went there).
  *
- * The three-character prefixes each rule can begin with are read off its
+ * The four-character prefixes each rule can begin with are read off its
  * source by a small parser of the regex subset the rule table uses: literal
  * characters, classes, groups, alternation, the `?`, `*`, `+` and `{m,n}`
  * quantifiers, and zero-width assertions (`\b`, lookarounds), which only ever
@@ -165,29 +165,41 @@ const WORD = (() => {
   return table;
 })();
 
-interface IndexedRule<T> {
+/** One rule under one key: the fourth characters it can go on with. */
+interface Entry<T> {
   readonly tag: T;
   /** sticky: tried at one position */
   readonly re: RegExp;
+  /** 1 at the class of each fourth character a match can have */
+  readonly fourth: Uint8Array;
 }
 
+/** characters read by the key; the fourth is checked per rule */
+const KEY_CHARS = 3;
+
 /**
- * The rules by the three characters a word begins with. Each rule's regex is
- * compiled sticky with a closing `\b`; a rule is tried only where a word
- * begins (as the `\b` before it required).
+ * The rules by the three characters a word begins with, each with the
+ * fourth characters it allows. Each rule's regex is compiled sticky with a
+ * closing `\b`; a rule is tried only where a word begins (as the `\b` before
+ * it required).
  */
 export class RuleIndex<T> {
-  private readonly byKey: (IndexedRule<T>[] | undefined)[] = new Array(CLASSES ** 3);
+  private readonly byKey: (Entry<T>[] | undefined)[] = new Array(CLASSES ** KEY_CHARS);
 
   constructor(rules: readonly { source: string; tag: T }[]) {
     for (const { source, tag } of rules) {
-      const rule: IndexedRule<T> = { tag, re: new RegExp(`(?:${source})\\b`, 'y') };
-      for (const head of prefixes(parseRule(source), 3)) {
+      const re = new RegExp(`(?:${source})\\b`, 'y');
+      const entries = new Map<number, Entry<T>>();
+      for (const head of prefixes(parseRule(source), KEY_CHARS + 1)) {
         const first = head.charCodeAt(0);
         if (!(first < 128 && WORD[first] === 1)) throw new Error(`rule-index: a rule must begin with a word character: ${source}`);
-        for (const key of keysOf(head)) {
-          const list = (this.byKey[key] ??= []);
-          if (!list.includes(rule)) list.push(rule);
+        for (const key of classSequences(head, KEY_CHARS)) {
+          let entry = entries.get(key);
+          if (entry === undefined) {
+            entries.set(key, (entry = { tag, re, fourth: new Uint8Array(CLASSES) }));
+            (this.byKey[key] ??= []).push(entry);
+          }
+          for (const c of classSequences(head.slice(KEY_CHARS), 1)) entry.fourth[c] = 1;
         }
       }
     }
@@ -204,10 +216,11 @@ export class RuleIndex<T> {
       const c = text.charCodeAt(p);
       const word = c < 128 && WORD[c] === 1;
       if (word && !inWord) {
-        const rules = this.byKey[(classOf(c) * CLASSES + classOf(text.charCodeAt(p + 1))) * CLASSES + classOf(text.charCodeAt(p + 2))];
-        if (rules !== undefined) {
-          for (const { tag, re } of rules) {
-            if (!wanted(tag)) continue;
+        const entries = this.byKey[(classOf(c) * CLASSES + classOf(text.charCodeAt(p + 1))) * CLASSES + classOf(text.charCodeAt(p + 2))];
+        if (entries !== undefined) {
+          const fourth = classOf(text.charCodeAt(p + 3));
+          for (const { tag, re, fourth: allowed } of entries) {
+            if (allowed[fourth] === 0 || !wanted(tag)) continue;
             re.lastIndex = p;
             if (re.test(text) && matched(tag, p)) return;
           }
@@ -218,10 +231,10 @@ export class RuleIndex<T> {
   }
 }
 
-/** The keys a head stands for: a complete match shorter than three characters is followed by anything. */
-function keysOf(head: string): number[] {
+/** The class sequences (as numbers) the first `n` characters of a head stand for: past a complete match's end comes anything. */
+function classSequences(head: string, n: number): number[] {
   let keys = [0];
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i < n; i++) {
     const classes = i < head.length ? [classOf(head.charCodeAt(i))] : Array.from({ length: CLASSES }, (_, c) => c);
     keys = keys.flatMap((k) => classes.map((c) => k * CLASSES + c));
   }
