@@ -126,6 +126,20 @@ describe('pii recognizers', () => {
     assert.equal(findPii('İİİİ cc 4012888888881881').length, 1);
     assert.deepEqual(findPii('cc İİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİİ 4012888888881881'), []);
   });
+
+  test('context windows: 48 characters before, 24 after, a word cut at the edge; a word against only among the last three', () => {
+    // a bare 16-digit card number with an issuer needs a context word, and a word against it drops it again
+    const card = '4111111111111111';
+    const found = (text: string) => findPii(text).map((f) => f.kind);
+    assert.deepEqual(found(`${card} card`), ['card'], 'after the value');
+    assert.deepEqual(found(`${card}${' '.repeat(20)}card`), ['card'], 'ending at the after window edge');
+    assert.deepEqual(found(`${card}${' '.repeat(21)}card`), [], 'cut by the after window edge');
+    assert.deepEqual(found(`card${' '.repeat(44)}${card}`), ['card'], 'starting at the before window edge');
+    assert.deepEqual(found(`card${' '.repeat(45)}${card}`), [], 'cut by the before window edge');
+    assert.deepEqual(found(`card order a b ${card}`), [], 'against among the last three words');
+    assert.deepEqual(found(`card order a b c ${card}`), ['card'], 'against before the last three words');
+    assert.deepEqual(found(`card ${card} order`), ['card'], 'against after the value does not count');
+  });
 });
 
 const CHAT = (text: string, earlier = 'Earlier note.') => ({

@@ -14,6 +14,24 @@ const WINDOW_AFTER = 24;
 const AGAINST_WORDS = 3;
 
 const WORD = /[a-z0-9]+/g;
+const isWordCode = (c: number) => (c >= 97 && c <= 122) || (c >= 48 && c <= 57);
+
+/** A word set by length and first character: a word of the text is looked up where it stands, without cutting it out as a string. */
+type WordIndex = ReadonlyMap<number, readonly string[]>;
+const headKey = (length: number, first: number) => length * 128 + first;
+const INDEXES = new WeakMap<ReadonlySet<string>, WordIndex>();
+function indexOf(words: ReadonlySet<string>): WordIndex {
+  let index = INDEXES.get(words);
+  if (index === undefined) {
+    const byHead = new Map<number, string[]>();
+    for (const w of words) {
+      const key = headKey(w.length, w.charCodeAt(0));
+      byHead.set(key, [...(byHead.get(key) ?? []), w]);
+    }
+    INDEXES.set(words, (index = byHead));
+  }
+  return index;
+}
 
 /**
  * The text read for context words: lowercased once, not once per value. Only
@@ -26,25 +44,30 @@ class ContextText {
 
   constructor(readonly text: string) {}
 
-  /** the words of text[from, to), lowercased: a word cut by the window's edge is cut there too */
-  words(from: number, to: number): string[] {
+  /**
+   * Is one of the last `last` words of text[from, to) in `words`? A word is a
+   * run of a-z and 0-9 once lowercased; one cut by the window's edge is cut
+   * there too.
+   */
+  has(words: ReadonlySet<string>, from: number, to: number, last = Infinity): boolean {
     this.lowered ??= this.text.toLowerCase();
     const lower = this.lowered;
-    if (lower.length !== this.text.length) return this.text.slice(from, to).toLowerCase().match(WORD) ?? [];
-    // the runs of WORD's characters, read in a loop: an exec per word cost a match array each
-    const out: string[] = [];
-    let start = -1;
-    for (let i = from; i < to; i++) {
-      const c = lower.charCodeAt(i);
-      if ((c >= 97 && c <= 122) || (c >= 48 && c <= 57)) {
-        if (start < 0) start = i;
-      } else if (start >= 0) {
-        out.push(lower.slice(start, i));
-        start = -1;
+    if (lower.length !== this.text.length) return this.text.slice(from, to).toLowerCase().match(WORD)?.slice(-last).some((w) => words.has(w)) ?? false;
+    const index = indexOf(words);
+    // the words from the window's end back, each looked up in place
+    let seen = 0;
+    let end = to;
+    for (let i = to - 1; i >= from - 1; i--) {
+      if (i >= from && isWordCode(lower.charCodeAt(i))) continue;
+      const start = i + 1;
+      if (start < end) {
+        const found = index.get(headKey(end - start, lower.charCodeAt(start)));
+        if (found !== undefined && found.some((w) => lower.startsWith(w, start))) return true;
+        if (++seen >= last) return false;
       }
+      end = i;
     }
-    if (start >= 0) out.push(lower.slice(start, to));
-    return out;
+    return false;
   }
 }
 
@@ -52,13 +75,9 @@ function scored(r: Recognizer, context: ContextText, start: number, end: number)
   const { text } = context;
   let score = r.score(text.slice(start, end));
   if (score === 0) return 0;
-  if (r.context === undefined && r.against === undefined) return score;
-  const before = context.words(Math.max(0, start - WINDOW_BEFORE), start);
-  if (r.context !== undefined) {
-    const near = (w: string) => r.context!.has(w);
-    if (before.some(near) || context.words(end, Math.min(text.length, end + WINDOW_AFTER)).some(near)) score += CONTEXT_BOOST;
-  }
-  if (r.against !== undefined && before.slice(-AGAINST_WORDS).some((w) => r.against!.has(w))) score -= AGAINST_PENALTY;
+  const from = Math.max(0, start - WINDOW_BEFORE);
+  if (r.context !== undefined && (context.has(r.context, from, start) || context.has(r.context, end, Math.min(text.length, end + WINDOW_AFTER)))) score += CONTEXT_BOOST;
+  if (r.against !== undefined && context.has(r.against, from, start, AGAINST_WORDS)) score -= AGAINST_PENALTY;
   return score;
 }
 
