@@ -26,7 +26,7 @@ describe('guardrails rule index: prefixes', () => {
   });
 
   it('refuses what it cannot read instead of guessing', () => {
-    for (const source of ['a.b', '[^a]b', '(?<name>a)', 'a\\wb', '(ab', 'ab)']) assert.throws(() => parseRule(source), /rule-index/, source);
+    for (const source of ['a.b', '[^a]b', '[\\s]', '(?<name>a)', 'a\\wb', '(ab', 'ab)']) assert.throws(() => parseRule(source), /rule-index/, source);
     assert.throws(() => new RuleIndex([{ source: ' ?ab', tag: 'x' }]), /begin with a word character/);
   });
 });

@@ -61,6 +61,8 @@ export function parseRule(source: string): RuleNode {
     while (source[at] !== ']') {
       if (at >= source.length) fail('unclosed class');
       const from = source[at++]!;
+      // an escape in a class (\s, \w) would be read as two literal characters and narrow the class: refused
+      if (from === '\\') fail('escape in a class');
       if (source[at] === '-' && source[at + 1] !== ']') {
         const to = source[at + 1]!;
         at += 2;

@@ -20,7 +20,7 @@ const isWordCode = (c: number) => (c >= 97 && c <= 122) || (c >= 48 && c <= 57);
 type WordIndex = ReadonlyMap<number, readonly string[]>;
 const headKey = (length: number, first: number) => length * 128 + first;
 const INDEXES = new WeakMap<ReadonlySet<string>, WordIndex>();
-function indexOf(words: ReadonlySet<string>): WordIndex {
+function wordIndex(words: ReadonlySet<string>): WordIndex {
   let index = INDEXES.get(words);
   if (index === undefined) {
     const byHead = new Map<number, string[]>();
@@ -53,7 +53,7 @@ class ContextText {
     this.lowered ??= this.text.toLowerCase();
     const lower = this.lowered;
     if (lower.length !== this.text.length) return this.text.slice(from, to).toLowerCase().match(WORD)?.slice(-last).some((w) => words.has(w)) ?? false;
-    const index = indexOf(words);
+    const index = wordIndex(words);
     // the words from the window's end back, each looked up in place
     let seen = 0;
     let end = to;
