@@ -78,6 +78,15 @@ function foldWide(cp: number): number {
   return 0;
 }
 
+/** Characters of a base64 run (hex digits are among them). */
+const BASE64_CHAR = (() => {
+  const table = new Uint8Array(128);
+  for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-') table[c.charCodeAt(0)] = 1;
+  return table;
+})();
+/** base64 characters in a row that make a base64 or hex candidate */
+const MIN_ENCODED_RUN = 16;
+
 /** the folded text as UTF-16LE bytes, each code written low byte first (so no platform byte order is involved) */
 let scratch = Buffer.alloc(8192);
 
@@ -87,9 +96,12 @@ let scratch = Buffer.alloc(8192);
  * Input must be `clean`ed. O(length): one pass of table lookups (the rare
  * character beyond ASCII folded on its own), read back as one string. It
  * notes on the way whether four single characters stand in a row, so the
- * spaced-letters pass runs only on the rare text that has them.
+ * spaced-letters pass runs only on the rare text that has them, and, in
+ * `seen`, whether the text holds a run of base64 characters long enough to
+ * decode: ordinary prose has none, and its scan then skips the base64 and
+ * hex patterns (their lookarounds cost more per character than this pass).
  */
-export function fold(text: string): string {
+export function fold(text: string, seen?: { encodedRun: boolean }): string {
   if (scratch.length < 2 * text.length) scratch = Buffer.alloc(4 * text.length);
   const out = scratch;
   let at = 0; // bytes written
@@ -97,10 +109,16 @@ export function fold(text: string): string {
   let wordLength = 0;
   let singles = 0; // single-character words in a row, the current one included once it ends
   let spaced = false;
+  let run = 0; // base64 characters in a row, up to here
+  let encodedRun = false;
   for (let i = 0; i < text.length; i++) {
     let c = text.charCodeAt(i);
-    if (c < 128) c = ASCII_FOLD[c]!;
-    else {
+    if (c < 128) {
+      run = BASE64_CHAR[c] === 1 ? run + 1 : 0;
+      if (run >= MIN_ENCODED_RUN) encodedRun = true;
+      c = ASCII_FOLD[c]!;
+    } else {
+      run = 0;
       const cp = text.codePointAt(i)!;
       if (cp > 0xffff) i++;
       c = foldWide(cp);
@@ -123,6 +141,7 @@ export function fold(text: string): string {
     space = false;
   }
   if (!space && wordLength === 1 && singles >= 3) spaced = true;
+  if (seen !== undefined) seen.encodedRun = encodedRun;
   // a trailing separator
   if (at > 0 && out[at - 2] === 32 && out[at - 1] === 0) at -= 2;
   const folded = out.toString('utf16le', 0, at);
@@ -193,34 +212,9 @@ function reversedView(folded: string): string {
   return Buffer.from(folded, 'utf16le').reverse().swap16().toString('utf16le');
 }
 
-/** Characters of a base64 run (hex digits are among them). */
-const BASE64_CHAR = (() => {
-  const table = new Uint8Array(128);
-  for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-') table[c.charCodeAt(0)] = 1;
-  return table;
-})();
-const MIN_ENCODED_RUN = 16;
-
-/**
- * Is there a run of base64 characters long enough to be a base64 or hex
- * candidate? One pass over the text; ordinary prose has none, and its scan
- * then skips both patterns (their lookarounds cost more per character).
- */
-function hasEncodedRun(text: string): boolean {
-  let run = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 128 && BASE64_CHAR[c] === 1) {
-      if (++run >= MIN_ENCODED_RUN) return true;
-    } else run = 0;
-  }
-  return false;
-}
-
-/** Encoded segments of `text` that decode to text, within the budget. */
-function decodedSegments(text: string, budget: ScanBudget): string[] {
+/** Encoded segments of `text` that decode to text, within the budget; `encodedRuns`: fold found a base64-length run in it. */
+function decodedSegments(text: string, budget: ScanBudget, encodedRuns: boolean): string[] {
   const found: string[] = [];
-  const encodedRuns = hasEncodedRun(text);
   const take = (decoded: string) => {
     if (budget.decodedChars <= 0 || !isText(decoded)) return;
     const kept = decoded.slice(0, budget.decodedChars);
@@ -265,13 +259,14 @@ export function scanViews(text: string, budget: ScanBudget, depth = 0): string[]
   const nonAscii = NOT_ASCII.test(text);
   const hidden = nonAscii ? tagText(text) : [];
   const cleaned = nonAscii ? clean(text) : text;
-  const folded = fold(cleaned);
+  const seen = { encodedRun: false };
+  const folded = fold(cleaned, seen);
   const views = [folded];
   for (const t of hidden) views.push(fold(clean(t)));
   if (ASKS_ROT13.test(cleaned)) views.push(fold(clean(rot13(cleaned))));
   if (ASKS_REVERSED.test(cleaned)) views.push(reversedView(folded));
   if (depth < MAX_DECODE_DEPTH) {
-    for (const decoded of decodedSegments(cleaned, budget)) views.push(...scanViews(decoded, budget, depth + 1));
+    for (const decoded of decodedSegments(cleaned, budget, seen.encodedRun)) views.push(...scanViews(decoded, budget, depth + 1));
   }
   return views;
 }
