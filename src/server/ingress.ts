@@ -68,9 +68,10 @@ export interface BodyReader {
  * grows by doubling (the chunk's memory belongs to uWS only during the call).
  * Nothing is allocated from the declared Content-Length alone: a client that
  * declares 32 MB and sends nothing holds no memory, and one that sends part
- * of a body holds at most twice what it sent. A body that arrives in one
- * chunk, or in chunks that fit the first allocation, is copied once; joining
- * copies of each chunk at the end copied a 32 KB body twice.
+ * of a body holds at most twice what it sent. A body in several chunks is
+ * copied once, plus what each growth moves (none when they fit the first
+ * allocation), where copying each chunk and then joining the copies copied
+ * it twice.
  */
 export function readBody(res: HttpResponse, declared: number, max: number, reader: BodyReader): void {
   let body: Buffer | undefined;
