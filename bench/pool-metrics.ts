@@ -1,7 +1,9 @@
 /**
  * The skill pool under load, read from the gateway's own /metrics before and
  * after a measured run: stages run, queue wait p99 (the upper bound of the
- * histogram bucket holding the 99th percentile), thread respawns, failed
+ * histogram bucket holding the 99th percentile), each stage's own queue wait
+ * and run time p99 (a shadow stage beside dispatch waits at the lowest
+ * priority, and its wait is not the request's), thread respawns, failed
  * stage outcomes and requests relayed directly (failed open).
  */
 
@@ -37,6 +39,20 @@ export async function poolSnapshot(port: number): Promise<PoolSnapshot> {
 
 const FAILED = new Set(['ceiling_exceeded', 'overloaded', 'loop_stalled', 'error']);
 
+/** The upper bound of the bucket holding the 99th percentile of a histogram's samples in `delta`, of one stage or of all. */
+function percentile99(delta: Sample[], histogram: string, stage?: string): number | undefined {
+  const mine = (s: Sample) => stage === undefined || s.labels['stage'] === stage;
+  const count = delta.filter((s) => s.name === `${histogram}_count` && mine(s)).reduce((n, s) => n + s.value, 0);
+  // cumulative buckets summed over the stages taken, by upper bound
+  const buckets = new Map<number, number>();
+  for (const s of delta) {
+    if (s.name !== `${histogram}_bucket` || !mine(s)) continue;
+    const le = s.labels['le'] === '+Inf' ? Infinity : Number(s.labels['le']);
+    buckets.set(le, (buckets.get(le) ?? 0) + s.value);
+  }
+  return [...buckets].sort((a, b) => a[0] - b[0]).find(([, n]) => n >= count * 0.99)?.[0];
+}
+
 /** What changed between two snapshots, as one line of the report. */
 export function poolLine(before: PoolSnapshot, after: PoolSnapshot): string {
   const key = (s: Sample) => `${s.name}|${JSON.stringify(s.labels)}`;
@@ -45,19 +61,18 @@ export function poolLine(before: PoolSnapshot, after: PoolSnapshot): string {
   const sum = (pick: (s: Sample) => boolean) => delta.filter(pick).reduce((n, s) => n + s.value, 0);
 
   const stages = sum((s) => s.name === 'gw_skill_queue_wait_seconds_count');
-  // cumulative buckets summed over stages, by upper bound
-  const buckets = new Map<number, number>();
-  for (const s of delta) {
-    if (s.name !== 'gw_skill_queue_wait_seconds_bucket') continue;
-    const le = s.labels['le'] === '+Inf' ? Infinity : Number(s.labels['le']);
-    buckets.set(le, (buckets.get(le) ?? 0) + s.value);
-  }
-  const p99 = [...buckets].sort((a, b) => a[0] - b[0]).find(([, n]) => n >= stages * 0.99)?.[0];
+  const p99Text = (histogram: string, stage?: string) => {
+    const p99 = percentile99(delta, histogram, stage);
+    return p99 === undefined ? 'n/a' : p99 === Infinity ? 'over the largest bucket' : `≤ ${p99 * 1000} ms`;
+  };
+  // a stage's own figures: a shadow stage beside dispatch waits behind the others at the lowest priority, and its wait is not the request's
+  const byStage = [...new Set(delta.filter((s) => s.name === 'gw_skill_queue_wait_seconds_count' && s.value > 0).map((s) => s.labels['stage']!))]
+    .map((stage) => `${stage} ${p99Text('gw_skill_queue_wait_seconds', stage)} / ${p99Text('gw_skill_run_seconds', stage)}`)
+    .join(', ');
   const failed = delta.filter((s) => s.name === 'gw_skill_outcomes_total' && FAILED.has(s.labels['outcome'] ?? '') && s.value > 0);
   const failedText = failed.length === 0 ? 'none' : failed.map((s) => `${s.labels['skill']} ${s.labels['outcome']} ${s.value}`).join(', ');
-  const p99Text = p99 === undefined ? 'n/a' : p99 === Infinity ? 'over the largest bucket' : `≤ ${p99 * 1000} ms`;
   return (
-    `${stages} stages, queue wait p99 ${p99Text}, thread respawns ${sum((s) => s.name === 'gw_skill_thread_respawns_total')}, ` +
+    `${stages} stages, queue wait p99 ${p99Text('gw_skill_queue_wait_seconds')} (by stage, queue wait / run p99: ${byStage || 'none'}), thread respawns ${sum((s) => s.name === 'gw_skill_thread_respawns_total')}, ` +
     `failed stage outcomes: ${failedText}, requests relayed directly (failed open): ${sum((s) => s.name === 'gw_passthrough_total')}`
   );
 }
