@@ -68,10 +68,9 @@ export interface BodyReader {
  * grows by doubling (the chunk's memory belongs to uWS only during the call).
  * Nothing is allocated from the declared Content-Length alone: a client that
  * declares 32 MB and sends nothing holds no memory, and one that sends part
- * of a body holds at most twice what it sent. A body in several chunks is
- * copied once, plus what each growth moves (none when they fit the first
- * allocation), where copying each chunk and then joining the copies copied
- * it twice.
+ * of a body holds at most twice what it sent. With a declared length the
+ * buffer never grows past it; a chunked body may keep up to twice its size
+ * for the request's life, the price of not copying it again to trim.
  */
 export function readBody(res: HttpResponse, declared: number, max: number, reader: BodyReader): void {
   let body: Buffer | undefined;
