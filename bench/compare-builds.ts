@@ -2,55 +2,144 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { placement, pinSelf } from './procs.js';
-import { SCENARIOS, bodyFor, pathFor } from './scenarios.js';
+import { load } from './load.js';
+import { cpuMicros, placement, pinSelf } from './procs.js';
+import { median } from './report.js';
+import { SCENARIOS, bodyFor, pathFor, type Scenario } from './scenarios.js';
 import { rawRequest, singleConnections } from './single-connection.js';
-import { startGatewayProcess, startUpstream } from './targets.js';
+import { startGatewayProcess, startUpstream, type Target } from './targets.js';
 
 /**
- * Single-connection latency of this checkout's build against another
- * checkout's, both as shipped, on the same fake upstream: the two gateways
- * and direct take turns in ten slices of sequential requests per round, so
- * whatever else the machine does weighs on each alike. For a change to the
- * request path whose effect is smaller than the noise between two bench runs.
+ * This checkout's build against another checkout's, on the same fake
+ * upstream, for a change to the request path whose effect is smaller than
+ * the noise between two bench runs. Two measures:
+ *
+ * - latency (default): single-connection latency; the two gateways and
+ *   direct take turns in ten slices of sequential requests per round, so
+ *   whatever else the machine does weighs on each alike. Prints the median
+ *   whole-reply time (ms) of each target per round.
+ * - cpu: CPU per request under load; both gateways are loaded at the same
+ *   time, each by its own connections, on the same core, so a neighbour that
+ *   slows the machine slows both alike and their ratio stays. Prints each
+ *   round's CPU µs per request of both and the ratio, then the median ratio.
+ *   `--skills-off` runs both with an empty skills table, as `npm run bench`'s
+ *   skills-off and baseline targets are; `--rate` holds each gateway to that
+ *   many requests a second (else each is loaded as fast as it answers).
  *
  *   node --import tsx bench/compare-builds.ts --baseline ../other-checkout \
- *     [--scenarios chat2k,shadow-2k] [--rounds 2] [--requests 400]
+ *     [--measure latency|cpu] [--scenarios chat2k,shadow-2k] [--rounds 2]
+ *     [--requests 400] [--seconds 5] [--connections 25] [--rate N]
+ *     [--starts 4] [--skills-off]
  *
- * Both checkouts must be built (`npm run build`). Prints the median whole-reply
- * time (ms) of each target per round.
+ * Both checkouts must be built (`npm run build`).
  */
 const { values } = parseArgs({
   options: {
     baseline: { type: 'string' },
+    measure: { type: 'string', default: 'latency' },
     scenarios: { type: 'string', default: 'chat2k' },
     rounds: { type: 'string', default: '2' },
     requests: { type: 'string', default: '400' },
+    seconds: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '25' },
+    rate: { type: 'string' },
+    starts: { type: 'string', default: '4' },
+    'skills-off': { type: 'boolean', default: false },
   },
 });
 if (values.baseline === undefined) throw new Error('--baseline <checkout> is required');
+if (values.measure !== 'latency' && values.measure !== 'cpu') throw new Error(`--measure is latency or cpu, not ${values.measure}`);
+const skillsOff = values['skills-off'];
 const place = placement();
 pinSelf(place.loadgen);
 const upstream = await startUpstream(place.upstream);
 const workDir = () => mkdtempSync(join(tmpdir(), 'compare-builds-'));
-process.env['BENCH_BASELINE_AS_SHIPPED'] = '1';
-const gateways = [
-  { name: 'baseline', target: await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir: workDir(), baseline: { id: 'baseline1', dir: resolve(values.baseline) } }) },
-  { name: 'this build', target: await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir: workDir() }) },
-];
+if (!skillsOff) process.env['BENCH_BASELINE_AS_SHIPPED'] = '1';
+type Gateways = { name: string; target: Target & { child: { stop(): Promise<void> } } }[];
+
+/** both gateways, the baseline started first unless `buildFirst` */
+async function startGateways(buildFirst = false): Promise<Gateways> {
+  const starts = [
+    async () => ({ name: 'baseline', target: await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir: workDir(), baseline: { id: 'baseline1', dir: resolve(values.baseline as string) } }) }),
+    async () => ({ name: 'this build', target: await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir: workDir(), skillsOff }) }),
+  ];
+  const [first, second] = buildFirst ? [starts[1]!, starts[0]!] : [starts[0]!, starts[1]!];
+  const a = await first();
+  const b = await second();
+  return buildFirst ? [b, a] : [a, b];
+}
+
+const stopAll = async (gateways: Gateways): Promise<void> => {
+  for (const g of gateways) await g.target.child.stop();
+};
+
+async function latencyRounds(scenario: Scenario, gateways: Gateways): Promise<void> {
+  const direct = rawRequest(pathFor('direct', scenario), scenario.headers, bodyFor('direct', scenario));
+  const viaGateway = rawRequest(pathFor('gateway', scenario), scenario.headers, bodyFor('gateway', scenario));
+  for (let round = 0; round < Number(values.rounds); round++) {
+    const timed = await singleConnections([{ port: upstream.port, request: direct }, ...gateways.map((g) => ({ port: g.target.port, request: viaGateway }))], Number(values.requests), 100);
+    const cells = [['direct', timed[0]!], ...gateways.map((g, i) => [g.name, timed[i + 1]!] as const)] as const;
+    process.stdout.write(`${scenario.id} round ${round + 1}: ${cells.map(([name, t]) => `${name} ${t.totalMs.toFixed(3)} ms`).join(', ')}\n`);
+  }
+}
+
+/** CPU µs per 2xx reply of each target, all loaded at once */
+async function cpuAtOnce(targets: Target[], scenario: Scenario, seconds: number): Promise<number[]> {
+  const rate = values.rate === undefined ? undefined : Number(values.rate);
+  const before = targets.map((t) => cpuMicros(t.pid));
+  const results = await Promise.all(targets.map((t) => load(t, scenario, seconds, Number(values.connections), rate)));
+  return targets.map((t, i) => {
+    const r = results[i]!;
+    if (r.non2xx > 0 || r.errors > 0 || r['2xx'] === 0) throw new Error(`${scenario.id}: ${r.non2xx} non-2xx replies, ${r.errors} errors and ${r['2xx']} 2xx from ${t.id}`);
+    return (cpuMicros(t.pid) - before[i]!) / r['2xx'];
+  });
+}
+
+/**
+ * CPU rounds on `--starts` fresh pairs of processes: two processes of one
+ * build can differ by a few percent for the life of the process (measured:
+ * the same build against itself, +2 to +3 % on one pair), so a figure rests on
+ * several pairs, started in turns.
+ */
+async function cpuRounds(scenario: Scenario): Promise<void> {
+  const ratios: number[] = [];
+  for (let start = 0; start < Number(values.starts); start++) {
+    const gateways = await startGateways(start % 2 === 1);
+    try {
+      const targets = gateways.map((g) => g.target);
+      // a warm-up round, not counted: both JITs settle first (after 2 s, CPU per request was still twice the settled figure)
+      await cpuAtOnce(targets, scenario, 6);
+      for (let round = 0; round < Number(values.rounds); round++) {
+        // the order the two loads start in swaps each round, so neither is always first
+        const swap = round % 2 === 1;
+        const cpu = await cpuAtOnce(swap ? [...targets].reverse() : targets, scenario, Number(values.seconds));
+        const [base, build] = (swap ? cpu.reverse() : cpu) as [number, number];
+        ratios.push(build / base);
+        process.stdout.write(`${scenario.id} start ${start + 1} round ${round + 1}: baseline ${base.toFixed(1)} µs CPU/req, this build ${build.toFixed(1)} (${pct(build / base)})\n`);
+      }
+    } finally {
+      await stopAll(gateways);
+    }
+  }
+  process.stdout.write(`${scenario.id}: this build against the baseline, median of ${ratios.length} rounds ${pct(median(ratios))} (rounds from ${pct(Math.min(...ratios))} to ${pct(Math.max(...ratios))})\n`);
+}
+
+const pct = (ratio: number): string => `${ratio >= 1 ? '+' : ''}${((ratio - 1) * 100).toFixed(1)} %`;
+
 try {
   for (const id of values.scenarios.split(',')) {
     const scenario = SCENARIOS.find((s) => s.id === id);
     if (scenario === undefined) throw new Error(`no scenario ${id} (${SCENARIOS.map((s) => s.id).join(', ')})`);
-    const direct = rawRequest(pathFor('direct', scenario), scenario.headers, bodyFor('direct', scenario));
-    const viaGateway = rawRequest(pathFor('gateway', scenario), scenario.headers, bodyFor('gateway', scenario));
-    for (let round = 0; round < Number(values.rounds); round++) {
-      const timed = await singleConnections([{ port: upstream.port, request: direct }, ...gateways.map((g) => ({ port: g.target.port, request: viaGateway }))], Number(values.requests), 100);
-      const cells = [['direct', timed[0]!], ...gateways.map((g, i) => [g.name, timed[i + 1]!] as const)] as const;
-      process.stdout.write(`${id} round ${round + 1}: ${cells.map(([name, t]) => `${name} ${t.totalMs.toFixed(3)} ms`).join(', ')}\n`);
+    if (values.measure === 'cpu') await cpuRounds(scenario);
+    else {
+      const gateways = await startGateways();
+      try {
+        await latencyRounds(scenario, gateways);
+      } finally {
+        await stopAll(gateways);
+      }
     }
   }
 } finally {
-  for (const g of gateways) await g.target.child.stop();
   await upstream.stop();
 }

@@ -218,7 +218,8 @@ function telemetryLines(rows: Row[]): string[] {
   ];
 }
 
-const median = (xs: number[]): number => {
+/** the middle value, or the mean of the two middle ones */
+export const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;
   return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
