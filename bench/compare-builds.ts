@@ -2,8 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { load } from './load.js';
-import { cpuMicros, placement, pinSelf } from './procs.js';
+import { cpuAtOnce } from './load.js';
+import { placement, pinSelf } from './procs.js';
 import { median } from './report.js';
 import { SCENARIOS, bodyFor, pathFor, type Scenario } from './scenarios.js';
 import { rawRequest, singleConnections } from './single-connection.js';
@@ -83,18 +83,6 @@ async function latencyRounds(scenario: Scenario, gateways: Gateways): Promise<vo
   }
 }
 
-/** CPU µs per 2xx reply of each target, all loaded at once */
-async function cpuAtOnce(targets: Target[], scenario: Scenario, seconds: number): Promise<number[]> {
-  const rate = values.rate === undefined ? undefined : Number(values.rate);
-  const before = targets.map((t) => cpuMicros(t.pid));
-  const results = await Promise.all(targets.map((t) => load(t, scenario, seconds, Number(values.connections), rate)));
-  return targets.map((t, i) => {
-    const r = results[i]!;
-    if (r.non2xx > 0 || r.errors > 0 || r['2xx'] === 0) throw new Error(`${scenario.id}: ${r.non2xx} non-2xx replies, ${r.errors} errors and ${r['2xx']} 2xx from ${t.id}`);
-    return (cpuMicros(t.pid) - before[i]!) / r['2xx'];
-  });
-}
-
 /**
  * CPU rounds on `--starts` fresh pairs of processes: two processes of one
  * build can differ by a few percent for the life of the process (measured:
@@ -107,12 +95,14 @@ async function cpuRounds(scenario: Scenario): Promise<void> {
     const gateways = await startGateways(start % 2 === 1);
     try {
       const targets = gateways.map((g) => g.target);
+      const rate = values.rate === undefined ? undefined : Number(values.rate);
+      const connections = Number(values.connections);
       // a warm-up round, not counted: both JITs settle first (after 2 s, CPU per request was still twice the settled figure)
-      await cpuAtOnce(targets, scenario, 6);
+      await cpuAtOnce(targets, scenario, 6, connections, rate);
       for (let round = 0; round < Number(values.rounds); round++) {
         // the order the two loads start in swaps each round, so neither is always first
         const swap = round % 2 === 1;
-        const cpu = await cpuAtOnce(swap ? [...targets].reverse() : targets, scenario, Number(values.seconds));
+        const cpu = await cpuAtOnce(swap ? [...targets].reverse() : targets, scenario, Number(values.seconds), connections, rate);
         const [base, build] = (swap ? cpu.reverse() : cpu) as [number, number];
         ratios.push(build / base);
         process.stdout.write(`${scenario.id} start ${start + 1} round ${round + 1}: baseline ${base.toFixed(1)} µs CPU/req, this build ${build.toFixed(1)} (${pct(build / base)})\n`);

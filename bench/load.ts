@@ -2,6 +2,7 @@ import autocannon from 'autocannon';
 import { bodyFor, pathFor, type Scenario } from './scenarios.js';
 import { OneConnection, rawRequest } from './single-connection.js';
 import type { Target } from './targets.js';
+import { cpuMicros } from './procs.js';
 
 /** The scenario's request as raw bytes, on the path this target serves it at. */
 export const requestBytes = (target: Target, scenario: Scenario): Buffer => rawRequest(pathFor(target.id, scenario), scenario.headers, bodyFor(target.id, scenario));
@@ -17,6 +18,22 @@ export const load = (target: Target, scenario: Scenario, seconds: number, connec
     duration: seconds,
     ...(overallRate !== undefined && { overallRate }),
   });
+
+/**
+ * CPU µs per 2xx reply of each target, all loaded at the same moment (each
+ * by its own connections, at `rate` requests a second when given): whatever
+ * else the machine does meanwhile weighs on each alike, so their ratio holds
+ * where figures taken in turns do not. Throws on any non-2xx reply or error.
+ */
+export async function cpuAtOnce(targets: Target[], scenario: Scenario, seconds: number, connections: number, rate?: number): Promise<number[]> {
+  const before = targets.map((t) => cpuMicros(t.pid));
+  const results = await Promise.all(targets.map((t) => load(t, scenario, seconds, connections, rate)));
+  return targets.map((t, i) => {
+    const r = results[i]!;
+    if (r.non2xx > 0 || r.errors > 0 || r['2xx'] === 0) throw new Error(`${scenario.id}: ${r.non2xx} non-2xx replies, ${r.errors} errors and ${r['2xx']} 2xx from ${t.id}`);
+    return (cpuMicros(t.pid) - before[i]!) / r['2xx'];
+  });
+}
 
 /** One request on a fresh connection: undefined when the reply is what the scenario expects, else why not. */
 export async function checkReply(target: Target, scenario: Scenario): Promise<string | undefined> {

@@ -18,6 +18,8 @@ export interface Row {
   pool?: string;
   /** with BENCH_PASSES above 1: each pass's CPU µs per request, in pass order */
   passCpu?: number[];
+  /** a baseline's: skills-off's CPU per request ÷ this one's, per round of the two loaded at once (bench/run.ts pairedRounds) */
+  pairedRatios?: number[];
 }
 
 export interface Failure {
@@ -249,9 +251,11 @@ export function baselineLines(rows: Row[], baselines: string[]): string[] {
       const base = find(rows, off.scenario.id, `baseline${i + 1}`);
       if (!base) return [];
       const ratio = perPassRatio(off, base);
+      const paired = base.pairedRatios;
       const cpu =
         `${f(off.cpuMicrosPerReq, 1)} µs CPU/req against ${f(base.cpuMicrosPerReq, 1)} (${change(off.cpuMicrosPerReq, base.cpuMicrosPerReq)}` +
-        `${ratio === undefined ? '' : `; per pass, median ${change(ratio, 1)}`})`;
+        `${ratio === undefined ? '' : `; per pass, median ${change(ratio, 1)}`}` +
+        `${paired === undefined || paired.length === 0 ? '' : `; both loaded at once, median of ${paired.length} rounds ${change(median(paired), 1)}, rounds ${change(Math.min(...paired), 1)} to ${change(Math.max(...paired), 1)}`})`;
       const single = direct
         ? `, +${f(off.singleMs - direct.singleMs, 3)} ms 1-conn against +${f(base.singleMs - direct.singleMs, 3)} (${change(off.singleMs - direct.singleMs, base.singleMs - direct.singleMs)})`
         : '';

@@ -6,7 +6,7 @@ import { placement, pinSelf, cpuMicros, type Placement } from './procs.js';
 import { baselineLines, budgetLines, resultsTable, streamTable, writeSection, type Failure, type Row } from './report.js';
 import { SCENARIOS, type Scenario } from './scenarios.js';
 import { singleConnections } from './single-connection.js';
-import { checkReply, load, requestBytes } from './load.js';
+import { checkReply, cpuAtOnce, load, requestBytes } from './load.js';
 import { poolLine, poolSnapshot } from './pool-metrics.js';
 import { inFreshNamespace, redisAnswers } from './bench-namespace.js';
 import { isBaseline, nginxVersion, startGatewayProcess, startNginx, startUpstream, type BaselineId, type Target } from './targets.js';
@@ -29,6 +29,7 @@ import { isBaseline, nginxVersion, startGatewayProcess, startNginx, startUpstrea
  * BENCH_BASELINE_AS_SHIPPED=1  run the baselines as shipped (their own skills table) instead of with an empty one,
  *                  to compare them with the gateway target
  * BENCH_PASSES     load cells per scenario and target, the targets' order reversed on every other pass (default 1)
+ * BENCH_PAIRED_ROUNDS  rounds of skills-off and each baseline loaded at once, after the cells (default 6; see pairedRounds)
  */
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -53,6 +54,7 @@ const config = {
   connections: numberEnv('BENCH_CONNECTIONS', 50),
   latencyRequests: numberEnv('BENCH_LATENCY_REQUESTS', 1000),
   passes: numberEnv('BENCH_PASSES', 1),
+  pairedRounds: numberEnv('BENCH_PAIRED_ROUNDS', 6),
   fromSource: process.env['BENCH_FROM_SOURCE'] === '1',
 };
 
@@ -118,6 +120,32 @@ function merged(all: LoadFigures[]): LoadFigures {
   };
 }
 
+/** seconds of each paired round; each target's rate in it, as a share of the slower one's own req/s in the cells */
+const PAIRED_SECONDS = 3;
+const PAIRED_SHARE = 0.35;
+
+/**
+ * skills-off and each baseline loaded at the same moment, each at the same
+ * fixed rate (both together below what the core serves), a warm-up round
+ * first, the order of start swapped each round: the per-round ratios of
+ * CPU per request (skills-off ÷ baseline). Cells taken in turns put a
+ * neighbour's busy seconds on one build only (+60 % on a pair that reads
+ * +2 % this way, docs/performance.md); here they weigh on both alike. One
+ * pair of processes still carries each process's own lasting offset (a few
+ * percent): compare-builds.ts --measure cpu starts several pairs.
+ */
+async function pairedRounds(scenario: Scenario, off: Target, base: Target, rate: number): Promise<number[]> {
+  await cpuAtOnce([off, base], scenario, config.warmup, config.connections, rate);
+  const ratios: number[] = [];
+  for (let round = 0; round < config.pairedRounds; round++) {
+    const swap = round % 2 === 1;
+    const cpu = await cpuAtOnce(swap ? [base, off] : [off, base], scenario, PAIRED_SECONDS, config.connections, rate);
+    const [offCpu, baseCpu] = (swap ? cpu.reverse() : cpu) as [number, number];
+    ratios.push(offCpu / baseCpu);
+  }
+  return ratios;
+}
+
 /**
  * Every target under load in turn (BENCH_PASSES times, the order reversed on
  * every other pass so drift weighs on each alike), then the single-connection
@@ -143,6 +171,13 @@ async function measure(scenario: Scenario, targets: Target[], failures: Failure[
     }
   }
   const measured = eligible.filter((t) => !failed.has(t)).map((target) => ({ target, figures: merged(passes.get(target)!) }));
+  const off = measured.find((m) => m.target.id === 'skills-off');
+  for (const m of off ? measured.filter((x) => isBaseline(x.target.id)) : []) {
+    process.stdout.write(`${scenario.id} / skills-off and ${m.target.id} at once … `);
+    const rate = Math.max(1, Math.floor(PAIRED_SHARE * Math.min(off!.figures.reqPerSec, m.figures.reqPerSec)));
+    m.figures.pairedRatios = await pairedRounds(scenario, off!.target, m.target, rate);
+    process.stdout.write(`${rate} req/s each, skills-off ÷ ${m.target.id} per round: ${m.figures.pairedRatios.map((r) => r.toFixed(3)).join(' ')}\n`);
+  }
   const single = await singleConnections(
     measured.map(({ target }) => ({ port: target.port, request: requestBytes(target, scenario) })),
     config.latencyRequests,
