@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,9 +22,11 @@ import { startGatewayProcess, startUpstream, type Target } from './targets.js';
  *   time, each by its own connections, on the same core, so a neighbour that
  *   slows the machine slows both alike and their ratio stays. Prints each
  *   round's CPU µs per request of both and the ratio, then the median ratio.
- *   `--skills-off` runs both with an empty skills table, as `npm run bench`'s
- *   skills-off and baseline targets are; `--rate` holds each gateway to that
- *   many requests a second (else each is loaded as fast as it answers).
+ *   `--rate` holds each gateway to that many requests a second (else each is
+ *   loaded as fast as it answers).
+ *
+ * Both run as shipped, or with `--skills-off` both with an empty skills
+ * table, as `npm run bench`'s skills-off and baseline targets are.
  *
  *   node --import tsx bench/compare-builds.ts --baseline ../other-checkout \
  *     [--measure latency|cpu] [--scenarios chat2k,shadow-2k] [--rounds 2]
@@ -53,7 +55,12 @@ const skillsOff = values['skills-off'];
 const place = placement();
 pinSelf(place.loadgen);
 const upstream = await startUpstream(place.upstream);
-const workDir = () => mkdtempSync(join(tmpdir(), 'compare-builds-'));
+const workDirs: string[] = [];
+const workDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'compare-builds-'));
+  workDirs.push(dir);
+  return dir;
+};
 if (!skillsOff) process.env['BENCH_BASELINE_AS_SHIPPED'] = '1';
 type Gateways = { name: string; target: Target & { child: { stop(): Promise<void> } } }[];
 
@@ -132,4 +139,5 @@ try {
   }
 } finally {
   await upstream.stop();
+  for (const dir of workDirs) rmSync(dir, { recursive: true, force: true });
 }
