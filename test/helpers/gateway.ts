@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Cluster, type Redis } from 'ioredis';
@@ -8,6 +7,7 @@ import { startGateway, type RunningGateway } from '../../src/main.js';
 import { loadSettings } from '../../src/settings.js';
 import type { SkillRow } from '../../src/skills/table.js';
 import { clusterTarget, describeTarget, redisClient, type RedisClient, type RedisTarget } from '../../src/stores/redis/client.js';
+import { scratchDir } from './scratch.js';
 
 /** The one setting naming the test Redis: every Redis-backed test case uses it. */
 export const REDIS_URL_VARIABLE = 'GW_TEST_REDIS_URL';
@@ -147,7 +147,7 @@ export async function redisValues(pattern: string): Promise<Map<string, string>>
 
 /** A GW_BOOTSTRAP file holding `bootstrap`, in a fresh temporary directory. */
 export async function bootstrapFile(bootstrap: Bootstrap): Promise<string> {
-  const file = join(await mkdtemp(join(tmpdir(), 'gw-boot-')), 'bootstrap.json');
+  const file = join(scratchDir('gw-boot-'), 'bootstrap.json');
   await writeFile(file, JSON.stringify(bootstrap));
   return file;
 }

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -11,8 +10,9 @@ import { CATALOG, costUsd, lookupModel, SHIPPED_CATALOG } from '../../src/provid
 import { completion } from '../fakes/openai.js';
 import { sendJson, startFakeVendor, type FakeVendor } from '../fakes/server.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { scratchDir } from '../helpers/scratch.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'gw-catalog-'));
+const dir = scratchDir('gw-catalog-');
 let n = 0;
 function catalogFile(doc: unknown): string {
   const file = join(dir, `catalog-${n++}.json`);

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startFakeAnthropic, TEXT, THINKING, TOOL_USE } from '../fakes/anthropic.js';
@@ -14,6 +13,7 @@ import { ARMS } from '../../src/lifecycle/samples.js';
 import type { ProcessRowWindow } from '../../src/lifecycle/sources.js';
 import { call, type Answer } from '../helpers/api.js';
 import { devKeySecret, oneTenant, SECRETS_KEY, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const PER_KEY_SKILLS = ['semantic_cache', 'prompt_compaction', 'pii_redaction', 'model_routing', 'agent_trajectory_compaction'];
 const TOOLS = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
@@ -590,7 +590,7 @@ describe('POST /v1/execute when a gateway stage fails open', () => {
   before(async () => {
     openai = await startFakeOpenAI();
     // a corrupt model-access document makes the admission stage throw: a real fault of the gateway's own
-    const dir = await mkdtemp(join(tmpdir(), 'gw-execute-open-'));
+    const dir = scratchDir('gw-execute-open-');
     const corrupt = { org_policy: { 'model_access:acme-execute-open': { org_id: 'acme-execute-open', models: 5, updated_at: '2026-01-01T00:00:00Z' } } };
     await writeFile(join(dir, 'state.json'), JSON.stringify(corrupt));
     gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: openai.origin, GW_DATA_DIR: dir, GW_SECRETS_KEY: SECRETS_KEY } });

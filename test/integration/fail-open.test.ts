@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
 import { SECRETS_KEY, oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 /**
  * Fail-open: a fault in the gateway's own machinery never turns a call
@@ -21,7 +21,7 @@ describe('fail-open: an internal fault relays the call directly to the provider'
 
   before(async () => {
     fake = await startFakeOpenAI();
-    const dir = await mkdtemp(join(tmpdir(), 'gw-failopen-'));
+    const dir = scratchDir('gw-failopen-');
     const corrupt = { org_policy: { 'model_access:acme': { org_id: 'acme', models: 5, updated_at: '2026-01-01T00:00:00Z' } } };
     await writeFile(join(dir, 'state.json'), JSON.stringify(corrupt));
     gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_DATA_DIR: dir, GW_SECRETS_KEY: SECRETS_KEY } });
@@ -80,7 +80,7 @@ describe('fail-open: a fault in dispatch is a clean 502, not a second run', () =
 
   before(async () => {
     fake = await startFakeGemini();
-    const dir = await mkdtemp(join(tmpdir(), 'gw-failopen-dispatch-'));
+    const dir = scratchDir('gw-failopen-dispatch-');
     const first = await startTestGateway({ bootstrap, env: env(dir) });
     const stored = await fetch(`${first.url}/api/v1/vendor_key/create`, {
       method: 'POST',

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { devKeySecret, startTestGateway, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const ISSUER = 'https://idp.example.test/';
 const AUDIENCE = 'model-gateway';
@@ -60,7 +60,7 @@ for (const [source, redis] of [['file', false], ['url', false], ['file', true], 
       const jwks = JSON.stringify({ keys: [trusted.jwk] });
       let location: string;
       if (source === 'file') {
-        location = join(await mkdtemp(join(tmpdir(), 'gw-idp-')), 'jwks.json');
+        location = join(scratchDir('gw-idp-'), 'jwks.json');
         await writeFile(location, jwks);
       } else {
         jwksServer = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(jwks));

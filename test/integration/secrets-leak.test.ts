@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startFakeAnthropic } from '../fakes/anthropic.js';
@@ -11,6 +10,7 @@ import { startFakeGemini } from '../fakes/gemini.js';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
 import { keysMatching, startTestGateway, testRedis, type TestGateway } from '../helpers/gateway.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const canary = (prefix: string) => `${prefix}${randomBytes(12).toString('hex')}LEAKCANARY`;
@@ -192,7 +192,7 @@ for (const mode of ['redis', 'embedded'] as const) {
         startFakeBedrock({ [AKID]: SECRETS.stored.cloudyPairSecret }),
       ]);
       fakes = [openai, anthropic, gemini, azure, bedrock];
-      dataDir = mode === 'embedded' ? await mkdtemp(join(tmpdir(), 'gw-leak-')) : undefined;
+      dataDir = mode === 'embedded' ? scratchDir('gw-leak-') : undefined;
       gw = await startTestGateway({
         redis: mode === 'redis',
         bootstrap: {

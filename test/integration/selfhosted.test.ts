@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startFakeVllm, type FakeVllm } from '../fakes/vllm.js';
 import { call, type Answer } from '../helpers/api.js';
 import { oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { eventually, freePort } from '../helpers/wait.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const { bootstrap, devKey } = oneTenant('selfhost');
 const BASE = 'llama-base';
@@ -14,7 +14,7 @@ const chat = (gw: TestGateway, model: string, extra: Record<string, unknown> = {
   call(gw, '/v1/chat/completions', { key: devKey, body: { model, messages: [{ role: 'user', content: 'hi' }], ...extra } });
 
 async function destinationsFile(entries: unknown[]): Promise<string> {
-  const file = join(await mkdtemp(join(tmpdir(), 'gw-dest-')), 'destinations.json');
+  const file = join(scratchDir('gw-dest-'), 'destinations.json');
   await writeFile(file, JSON.stringify(entries));
   return file;
 }

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI } from '../fakes/openai.js';
 import type { FakeVendor } from '../fakes/server.js';
 import { call } from '../helpers/api.js';
 import { SECRETS_KEY, oneTenant, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 /**
  * A request's own log lines: the fault here is real (a corrupt model-access
@@ -21,7 +21,7 @@ describe('request logs: the lines a request wrote through its own logger', () =>
 
   before(async () => {
     fake = await startFakeOpenAI();
-    const dir = await mkdtemp(join(tmpdir(), 'gw-tel-logs-'));
+    const dir = scratchDir('gw-tel-logs-');
     const corrupt = { org_policy: { 'model_access:acme': { org_id: 'acme', models: 5, updated_at: '2026-01-01T00:00:00Z' } } };
     await writeFile(join(dir, 'state.json'), JSON.stringify(corrupt));
     gw = await startTestGateway({ bootstrap, env: { GW_UPSTREAM_OPENAI: fake.origin, GW_DATA_DIR: dir, GW_SECRETS_KEY: SECRETS_KEY } });

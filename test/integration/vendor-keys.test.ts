@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { redisKeys } from '../../src/stores/redis/prefixes.js';
@@ -14,6 +13,7 @@ import type { FakeVendor } from '../fakes/server.js';
 import { call, errorMessage, startReplicaPairOverFakeOpenAI, type ReplicaPairOverFake } from '../helpers/api.js';
 import { startGatewayBehindProxy } from '../helpers/redis-proxy.js';
 import { dropRedisPrefix, newRedisPrefix, SECRETS_KEY, devKeySecret, startTestGateway, testRedis, type Bootstrap, type TestGateway } from '../helpers/gateway.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const ACME = devKeySecret('vk-acme');
 const OTHER = devKeySecret('vk-other');
@@ -250,7 +250,7 @@ describe('key rotation with GW_DATA_DIR (embedded store persisted)', () => {
   let dir: string;
   before(async () => {
     fake = await startFakeOpenAI();
-    dir = await mkdtemp(join(tmpdir(), 'gw-vk-'));
+    dir = scratchDir('gw-vk-');
   });
   after(() => fake.close());
 

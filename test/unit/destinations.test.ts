@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { destinationModels, DestinationsFileError, readDestinationsFile } from '../../src/destinations/file.js';
@@ -15,9 +14,10 @@ import { createMetrics } from '../../src/telemetry/metrics.js';
 import { InspectorRing } from '../../src/telemetry/ring.js';
 import { TelemetryRows } from '../../src/telemetry/row-sink.js';
 import type { Caller } from '../../src/tenancy/types.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 async function fileOf(doc: unknown): Promise<string> {
-  const file = join(await mkdtemp(join(tmpdir(), 'gw-dest-unit-')), 'd.json');
+  const file = join(scratchDir('gw-dest-unit-'), 'd.json');
   await writeFile(file, JSON.stringify(doc));
   return file;
 }

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
@@ -13,6 +12,7 @@ import { Directory } from '../../src/tenancy/directory.js';
 import { Entitlement, namedTenants, type Principal } from '../../src/tenancy/entitlement.js';
 import { IdpVerifier } from '../../src/tenancy/idp.js';
 import { createLogger } from '../../src/telemetry/log.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const CONFIG = 'config-secret-0123456789abcdef';
 const ADMIN = 'admin-key-0123456789abcdef';
@@ -51,7 +51,7 @@ describe('Entitlement: one authorization rule for tenant-scoped routes', () => {
     await admin.createKey({ org_id: 'other', dev_key_id: 'dk-other' });
     const { privateKey, publicKey } = await generateKeyPair('ES256');
     idpKey = privateKey;
-    const file = join(await mkdtemp(join(tmpdir(), 'gw-ent-')), 'jwks.json');
+    const file = join(scratchDir('gw-ent-'), 'jwks.json');
     await writeFile(file, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' }] }));
     const idp = await IdpVerifier.create({ issuer: ISSUER, jwks: file, groupMap: JSON.stringify({ eng: 'acme', ops: ['acme', 'other'] }) });
     ent = new Entitlement({ directory, configSecret: CONFIG, adminKey: ADMIN, idp });
