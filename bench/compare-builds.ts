@@ -80,11 +80,16 @@ const stopAll = async (gateways: Gateways): Promise<void> => {
   for (const g of gateways) await g.target.child.stop();
 };
 
+/** untimed requests per target before the first latency round */
+const WARM_START_REQUESTS = 3000;
+
 async function latencyRounds(scenario: Scenario, gateways: Gateways): Promise<void> {
   const direct = rawRequest(pathFor('direct', scenario), scenario.headers, bodyFor('direct', scenario));
   const viaGateway = rawRequest(pathFor('gateway', scenario), scenario.headers, bodyFor('gateway', scenario));
   for (let round = 0; round < Number(values.rounds); round++) {
-    const timed = await singleConnections([{ port: upstream.port, request: direct }, ...gateways.map((g) => ({ port: g.target.port, request: viaGateway }))], Number(values.requests), 100);
+    // fresh processes: a single connection's time kept falling for the first 2,400 requests or so (the JIT settling), so the first round warms longer
+    const warmup = round === 0 ? WARM_START_REQUESTS : 100;
+    const timed = await singleConnections([{ port: upstream.port, request: direct }, ...gateways.map((g) => ({ port: g.target.port, request: viaGateway }))], Number(values.requests), warmup);
     const cells = [['direct', timed[0]!], ...gateways.map((g, i) => [g.name, timed[i + 1]!] as const)] as const;
     process.stdout.write(`${scenario.id} round ${round + 1}: ${cells.map(([name, t]) => `${name} ${t.totalMs.toFixed(3)} ms`).join(', ')}\n`);
   }
