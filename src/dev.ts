@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -25,7 +25,7 @@ export interface DevEnvironment {
   /** the demo org's developer key */
   apiKey: string;
   adminKey: string;
-  /** stops the fake vendors */
+  /** stops the fake vendors and removes the demo bootstrap file */
   stop(): void;
 }
 
@@ -60,14 +60,19 @@ function startFakes(root: string): Promise<{ child: ChildProcess; origins: Recor
 export async function startDevEnvironment(adminKey: string | undefined): Promise<DevEnvironment> {
   const { child, origins } = await startFakes(repositoryRoot());
   const apiKey = newDevKeySecret();
-  const file = join(await mkdtemp(join(tmpdir(), 'gw-dev-')), 'bootstrap.json');
+  const dir = await mkdtemp(join(tmpdir(), 'gw-dev-'));
+  const file = join(dir, 'bootstrap.json');
   await writeFile(file, JSON.stringify({ orgs: [{ org_id: DEMO_ORG }], dev_keys: [{ org_id: DEMO_ORG, dev_key_id: 'dk-demo', name: 'GW_DEV demo key', api_key: apiKey }] }));
   const admin = adminKey ?? randomBytes(24).toString('hex');
   return {
     env: { ...origins, GW_BOOTSTRAP: file, GW_ADMIN_KEY: admin },
     apiKey,
     adminKey: admin,
-    stop: () => void child.kill('SIGTERM'),
+    stop: () => {
+      child.kill('SIGTERM');
+      // the demo bootstrap holds a developer key: nothing of it outlives the process
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
 

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -50,7 +52,10 @@ describe('first run', () => {
 });
 
 describe('GW_DEV=1', () => {
-  it('starts a working gateway in front of the fake vendors with a demo key it prints once, and exits cleanly on SIGTERM', async () => {
+  it('starts a working gateway in front of the fake vendors with a demo key it prints once, and exits cleanly on SIGTERM, leaving no temporary files', async () => {
+    // the demo bootstrap is written to a temporary directory of its own (src/dev.ts)
+    const devDirs = () => new Set(readdirSync(tmpdir()).filter((name) => name.startsWith('gw-dev-')));
+    const before = devDirs();
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GW_')));
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...env, GW_DEV: '1', GW_HOST: '127.0.0.1', GW_PORT: '0', GW_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'] });
     try {
@@ -81,6 +86,7 @@ describe('GW_DEV=1', () => {
       child.kill('SIGTERM');
       const [code] = (await once(child, 'exit')) as [number | null];
       assert.equal(code, 0);
+      assert.deepEqual([...devDirs()].filter((d) => !before.has(d)), [], 'the demo bootstrap directory is removed on exit');
     }
   });
 });
