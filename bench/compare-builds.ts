@@ -87,7 +87,7 @@ async function latencyRounds(scenario: Scenario, gateways: Gateways): Promise<vo
   const direct = rawRequest(pathFor('direct', scenario), scenario.headers, bodyFor('direct', scenario));
   const viaGateway = rawRequest(pathFor('gateway', scenario), scenario.headers, bodyFor('gateway', scenario));
   for (let round = 0; round < Number(values.rounds); round++) {
-    // fresh processes: a single connection's time kept falling for the first 2,400 requests or so (the JIT settling), so the first round warms longer
+    // fresh processes: a single connection's time kept falling for their first 2,400 requests or so, so the first round warms longer
     const warmup = round === 0 ? WARM_START_REQUESTS : 100;
     const timed = await singleConnections([{ port: upstream.port, request: direct }, ...gateways.map((g) => ({ port: g.target.port, request: viaGateway }))], Number(values.requests), warmup);
     const cells = [['direct', timed[0]!], ...gateways.map((g, i) => [g.name, timed[i + 1]!] as const)] as const;
