@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { cpuAtOnce } from './load.js';
+import { pairedCpuRounds } from './load.js';
 import { placement, pinSelf } from './procs.js';
 import { median } from './report.js';
 import { SCENARIOS, bodyFor, pathFor, type Scenario } from './scenarios.js';
@@ -62,28 +62,28 @@ const workDir = () => {
   return dir;
 };
 if (!skillsOff) process.env['BENCH_BASELINE_AS_SHIPPED'] = '1';
-type Gateways = { name: string; target: Target & { child: { stop(): Promise<void> } } }[];
+type Gateway = { name: string; target: Target & { child: { stop(): Promise<void> } } };
 
 /** both gateways, the baseline started first unless `buildFirst` */
-async function startGateways(buildFirst = false): Promise<Gateways> {
-  const starts = [
-    async () => ({ name: 'baseline', target: await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir: workDir(), baseline: { id: 'baseline1', dir: resolve(values.baseline as string) } }) }),
-    async () => ({ name: 'this build', target: await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir: workDir(), skillsOff }) }),
-  ];
-  const [first, second] = buildFirst ? [starts[1]!, starts[0]!] : [starts[0]!, starts[1]!];
-  const a = await first();
-  const b = await second();
-  return buildFirst ? [b, a] : [a, b];
+async function startGateways(buildFirst = false): Promise<[baseline: Gateway, build: Gateway]> {
+  const startBaseline = async (): Promise<Gateway> => ({ name: 'baseline', target: await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir: workDir(), baseline: { id: 'baseline1', dir: resolve(values.baseline as string) } }) });
+  const startBuild = async (): Promise<Gateway> => ({ name: 'this build', target: await startGatewayProcess(place.target, { upstreamPort: upstream.port, workDir: workDir(), skillsOff }) });
+  if (buildFirst) {
+    const build = await startBuild();
+    return [await startBaseline(), build];
+  }
+  const baseline = await startBaseline();
+  return [baseline, await startBuild()];
 }
 
-const stopAll = async (gateways: Gateways): Promise<void> => {
+const stopAll = async (gateways: readonly Gateway[]): Promise<void> => {
   for (const g of gateways) await g.target.child.stop();
 };
 
 /** untimed requests per target before the first latency round */
 const WARM_START_REQUESTS = 3000;
 
-async function latencyRounds(scenario: Scenario, gateways: Gateways): Promise<void> {
+async function latencyRounds(scenario: Scenario, gateways: readonly Gateway[]): Promise<void> {
   const direct = rawRequest(pathFor('direct', scenario), scenario.headers, bodyFor('direct', scenario));
   const viaGateway = rawRequest(pathFor('gateway', scenario), scenario.headers, bodyFor('gateway', scenario));
   for (let round = 0; round < Number(values.rounds); round++) {
@@ -97,30 +97,24 @@ async function latencyRounds(scenario: Scenario, gateways: Gateways): Promise<vo
 
 /**
  * CPU rounds on `--starts` fresh pairs of processes: two processes of one
- * build can differ by a few percent for the life of the process (measured:
- * the same build against itself, +2 to +3 % on one pair), so a figure rests on
- * several pairs, started in turns.
+ * build keep an offset of their own for the life of the process (measured:
+ * the same build against itself, −7.6 to +5.6 % per pair over six pairs),
+ * so a figure rests on several pairs, started in turns. Each pair gets a
+ * 6 s warm-up round not counted (after 2 s, CPU per request was still
+ * twice the settled figure).
  */
 async function cpuRounds(scenario: Scenario): Promise<void> {
+  const opts = { warmupSeconds: 6, rounds: Number(values.rounds), seconds: Number(values.seconds), connections: Number(values.connections), ...(values.rate !== undefined && { rate: Number(values.rate) }) };
   const ratios: number[] = [];
   for (let start = 0; start < Number(values.starts); start++) {
-    const gateways = await startGateways(start % 2 === 1);
+    const [baseline, build] = await startGateways(start % 2 === 1);
     try {
-      const targets = gateways.map((g) => g.target);
-      const rate = values.rate === undefined ? undefined : Number(values.rate);
-      const connections = Number(values.connections);
-      // a warm-up round, not counted: both JITs settle first (after 2 s, CPU per request was still twice the settled figure)
-      await cpuAtOnce(targets, scenario, 6, connections, rate);
-      for (let round = 0; round < Number(values.rounds); round++) {
-        // the order the two loads start in swaps each round, so neither is always first
-        const swap = round % 2 === 1;
-        const cpu = await cpuAtOnce(swap ? [...targets].reverse() : targets, scenario, Number(values.seconds), connections, rate);
-        const [base, build] = (swap ? cpu.reverse() : cpu) as [number, number];
-        ratios.push(build / base);
-        process.stdout.write(`${scenario.id} start ${start + 1} round ${round + 1}: baseline ${base.toFixed(1)} µs CPU/req, this build ${build.toFixed(1)} (${pct(build / base)})\n`);
-      }
+      await pairedCpuRounds(baseline.target, build.target, scenario, opts, (round, base, mine) => {
+        ratios.push(mine / base);
+        process.stdout.write(`${scenario.id} start ${start + 1} round ${round + 1}: baseline ${base.toFixed(1)} µs CPU/req, this build ${mine.toFixed(1)} (${pct(mine / base)})\n`);
+      });
     } finally {
-      await stopAll(gateways);
+      await stopAll([baseline, build]);
     }
   }
   process.stdout.write(`${scenario.id}: this build against the baseline, median of ${ratios.length} rounds ${pct(median(ratios))} (rounds from ${pct(Math.min(...ratios))} to ${pct(Math.max(...ratios))})\n`);

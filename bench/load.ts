@@ -35,6 +35,30 @@ export async function cpuAtOnce(targets: Target[], scenario: Scenario, seconds: 
   });
 }
 
+/**
+ * Two targets loaded at once: a warm-up round not counted, then `rounds`
+ * rounds, the order the two loads start in swapped each round so neither
+ * is always first. Each round's CPU µs per request of both, `a`'s first.
+ */
+export async function pairedCpuRounds(
+  a: Target,
+  b: Target,
+  scenario: Scenario,
+  opts: { warmupSeconds: number; rounds: number; seconds: number; connections: number; rate?: number },
+  onRound?: (round: number, aCpu: number, bCpu: number) => void,
+): Promise<Array<[number, number]>> {
+  await cpuAtOnce([a, b], scenario, opts.warmupSeconds, opts.connections, opts.rate);
+  const out: Array<[number, number]> = [];
+  for (let round = 0; round < opts.rounds; round++) {
+    const swap = round % 2 === 1;
+    const [first, second] = (await cpuAtOnce(swap ? [b, a] : [a, b], scenario, opts.seconds, opts.connections, opts.rate)) as [number, number];
+    const pair: [number, number] = swap ? [second, first] : [first, second];
+    out.push(pair);
+    onRound?.(round, ...pair);
+  }
+  return out;
+}
+
 /** One request on a fresh connection: undefined when the reply is what the scenario expects, else why not. */
 export async function checkReply(target: Target, scenario: Scenario): Promise<string | undefined> {
   const conn = await OneConnection.open(target.port);

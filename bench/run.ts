@@ -6,7 +6,7 @@ import { placement, pinSelf, cpuMicros, type Placement } from './procs.js';
 import { baselineLines, budgetLines, resultsTable, streamTable, writeSection, type Failure, type Row } from './report.js';
 import { SCENARIOS, type Scenario } from './scenarios.js';
 import { singleConnections } from './single-connection.js';
-import { checkReply, cpuAtOnce, load, requestBytes } from './load.js';
+import { checkReply, load, pairedCpuRounds, requestBytes } from './load.js';
 import { poolLine, poolSnapshot } from './pool-metrics.js';
 import { inFreshNamespace, redisAnswers } from './bench-namespace.js';
 import { isBaseline, nginxVersion, startGatewayProcess, startNginx, startUpstream, type BaselineId, type Target } from './targets.js';
@@ -125,26 +125,24 @@ const PAIRED_SECONDS = 3;
 const PAIRED_SHARE = 0.35;
 
 /**
- * skills-off and each baseline loaded at the same moment, each at the same
- * fixed rate (both together below what the core serves), a warm-up round
- * first, the order of start swapped each round: the per-round ratios of
- * CPU per request (skills-off ÷ baseline). Cells taken in turns put a
- * neighbour's busy seconds on one build only (+60 % on a pair that reads
- * +2 % this way, docs/performance.md); here they weigh on both alike. One
- * pair of processes still carries each process's own lasting offset (a few
- * percent): compare-builds.ts --measure cpu starts several pairs.
+ * skills-off and a baseline loaded at the same moment, each at the same
+ * fixed rate (both together below what the core serves): the per-round
+ * ratios of CPU per request (skills-off ÷ baseline). Cells taken in turns
+ * put a neighbour's busy seconds on one build only (+60 % on a pair that
+ * reads +2 % this way, docs/performance.md); here they weigh on both alike.
+ * One pair of processes still carries each process's own lasting offset (a
+ * few percent): compare-builds.ts --measure cpu starts several pairs.
  */
-async function pairedRounds(scenario: Scenario, off: Target, base: Target, rate: number): Promise<number[]> {
-  await cpuAtOnce([off, base], scenario, config.warmup, config.connections, rate);
-  const ratios: number[] = [];
-  for (let round = 0; round < config.pairedRounds; round++) {
-    const swap = round % 2 === 1;
-    const cpu = await cpuAtOnce(swap ? [base, off] : [off, base], scenario, PAIRED_SECONDS, config.connections, rate);
-    const [offCpu, baseCpu] = (swap ? cpu.reverse() : cpu) as [number, number];
-    ratios.push(offCpu / baseCpu);
-  }
+async function pairedRounds(scenario: Scenario, off: LoadedTarget, base: LoadedTarget): Promise<number[]> {
+  const rate = Math.max(1, Math.floor(PAIRED_SHARE * Math.min(off.figures.reqPerSec, base.figures.reqPerSec)));
+  process.stdout.write(`${scenario.id} / skills-off and ${base.target.id} at once, ${rate} req/s each … `);
+  const rounds = await pairedCpuRounds(off.target, base.target, scenario, { warmupSeconds: config.warmup, rounds: config.pairedRounds, seconds: PAIRED_SECONDS, connections: config.connections, rate });
+  const ratios = rounds.map(([offCpu, baseCpu]) => offCpu / baseCpu);
+  process.stdout.write(`skills-off ÷ ${base.target.id} per round: ${ratios.map((r) => r.toFixed(3)).join(' ')}\n`);
   return ratios;
 }
+
+type LoadedTarget = { target: Target; figures: LoadFigures };
 
 /**
  * Every target under load in turn (BENCH_PASSES times, the order reversed on
@@ -170,14 +168,9 @@ async function measure(scenario: Scenario, targets: Target[], failures: Failure[
       process.stdout.write(`${outcome.reqPerSec.toFixed(0)} req/s, ${outcome.cpuMicrosPerReq.toFixed(1)} µs CPU/req\n`);
     }
   }
-  const measured = eligible.filter((t) => !failed.has(t)).map((target) => ({ target, figures: merged(passes.get(target)!) }));
+  const measured: LoadedTarget[] = eligible.filter((t) => !failed.has(t)).map((target) => ({ target, figures: merged(passes.get(target)!) }));
   const off = measured.find((m) => m.target.id === 'skills-off');
-  for (const m of off ? measured.filter((x) => isBaseline(x.target.id)) : []) {
-    process.stdout.write(`${scenario.id} / skills-off and ${m.target.id} at once … `);
-    const rate = Math.max(1, Math.floor(PAIRED_SHARE * Math.min(off!.figures.reqPerSec, m.figures.reqPerSec)));
-    m.figures.pairedRatios = await pairedRounds(scenario, off!.target, m.target, rate);
-    process.stdout.write(`${rate} req/s each, skills-off ÷ ${m.target.id} per round: ${m.figures.pairedRatios.map((r) => r.toFixed(3)).join(' ')}\n`);
-  }
+  if (off) for (const base of measured.filter((m) => isBaseline(m.target.id))) base.figures.pairedRatios = await pairedRounds(scenario, off, base);
   const single = await singleConnections(
     measured.map(({ target }) => ({ port: target.port, request: requestBytes(target, scenario) })),
     config.latencyRequests,
