@@ -141,6 +141,8 @@ const storeKind = (settings: Settings): 'redis' | 'redis_cluster' | 'embedded' =
 
 /** rows the process's scorecard window holds (all tenants): the answer without a durable store */
 const SCORECARD_WINDOW_ROWS = 50_000;
+/** the skills the scorecards read: the rows both sample stores keep are the requests these ran in */
+const SCORED_SKILLS: ReadonlySet<string> = new Set(PER_KEY_SKILLS);
 /** task outcomes kept in process without Redis */
 const FEEDBACK_CAPACITY = 100_000;
 
@@ -205,7 +207,7 @@ async function openScorecardSamples(
 ): Promise<{ sink: ScorecardRowSink; source: SampleSource }> {
   const target = redisTargetOf(settings);
   if (!target) {
-    const window = new ProcessRowWindow(SCORECARD_WINDOW_ROWS);
+    const window = new ProcessRowWindow(SCORECARD_WINDOW_ROWS, SCORED_SKILLS);
     return { sink: window, source: window };
   }
   const keys = redisKeys(settings.GW_REDIS_PREFIX);
@@ -214,7 +216,7 @@ async function openScorecardSamples(
     keys,
     retentionMs: retentionMsOf(settings),
     maxBuffered: settings.GW_TELEMETRY_BUFFER_ROWS,
-    skills: new Set(PER_KEY_SKILLS),
+    skills: SCORED_SKILLS,
     epochOf: (keyId, skill) => skills.latestTransition(keyId, skill as SkillId)?.id ?? '',
     log,
     onDropped: (n) => metrics.scorecardSamplesDropped.inc(n),

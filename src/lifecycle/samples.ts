@@ -1,4 +1,4 @@
-import type { ScorecardRow } from './rows.js';
+import type { RowSkill, ScorecardRow } from './rows.js';
 import { mergeSketch, sketchOf, type Sketch } from './sketch.js';
 
 /**
@@ -13,6 +13,13 @@ import { mergeSketch, sketchOf, type Sketch } from './sketch.js';
 export type ArmName = 'treatment' | 'control' | 'shadow';
 export const ARMS: readonly ArmName[] = ['treatment', 'control', 'shadow'];
 export const isArm = (a: string): a is ArmName => a === 'treatment' || a === 'control' || a === 'shadow';
+
+/**
+ * Is this skill entry of a row a scorecard sample? Only for a skill the
+ * scorecards read (`scored`: the per-key skills) and in one of their arms; the
+ * guardrails' entry, on every request, is none. Both stores keep a row by it.
+ */
+export const isSample = (scored: ReadonlySet<string>, skill: string, s: RowSkill): s is RowSkill & { arm: ArmName } => isArm(s.arm) && scored.has(skill);
 
 /**
  * Additive totals of one arm's samples, under short names (stores keep them

@@ -1,6 +1,6 @@
 import type { TransitionRecord } from '../tenancy/skills.js';
 import type { ScorecardRow, ScorecardRowSink } from './rows.js';
-import { SkillSamples } from './samples.js';
+import { isSample, SkillSamples } from './samples.js';
 
 /** Where a scorecard's samples come from: the durable store (Redis) or the answering process's window. */
 
@@ -41,15 +41,24 @@ export class ProcessRowWindow implements SampleSource, ScorecardRowSink {
   private readonly ring: Array<ScorecardRow | undefined>;
   private next = 0;
 
-  constructor(readonly capacity: number) {
+  /** `scored`: the skills scorecards read (the per-key skills), as the durable store is given them */
+  constructor(
+    readonly capacity: number,
+    private readonly scored: ReadonlySet<string>,
+  ) {
     this.ring = new Array<ScorecardRow | undefined>(capacity);
   }
 
   record(row: ScorecardRow): void {
-    // a row with no skill is never a sample: its slot is taken as before, but the row is not kept (50,000 rows held
-    // for nothing were promoted to the old space one by one, the skills-off bench's scavenges)
-    this.ring[this.next] = hasSkill(row) ? row : undefined;
+    // a row that is no scorecard's sample takes its slot as before, but is not kept: with the guardrails' entry on
+    // every request, the window held 50,000 rows (about 3.5 KB each) that no read could use, each promoted to the old space
+    this.ring[this.next] = this.isSample(row) ? row : undefined;
     this.next = (this.next + 1) % this.capacity;
+  }
+
+  private isSample(row: ScorecardRow): boolean {
+    for (const skill in row.skills) if (isSample(this.scored, skill, row.skills[skill]!)) return true;
+    return false;
   }
 
   async samples(tenant: string, q: SampleQuery): Promise<Map<string, SkillSamples>> {
@@ -68,9 +77,4 @@ export class ProcessRowWindow implements SampleSource, ScorecardRowSink {
     }
     return out;
   }
-}
-
-function hasSkill(row: ScorecardRow): boolean {
-  for (const _ in row.skills) return true;
-  return false;
 }

@@ -475,11 +475,16 @@ describe('POST /v1/execute', () => {
     }
 
     it('a fallback attempt\'s row is not a client retry: the gateway sent the same body again, not the caller', async () => {
-      const body = { input: { messages: [{ role: 'user', content: `fallback row ${randomUUID()}` }] }, target: { model: 'error_500', fallbacks: ['gpt-4o-mini'] } };
-      // the process's scorecard window holds every row (no Redis here): what this request's two attempts add to it
+      // a per-key skill in shadow makes each attempt's row a scorecard sample
+      const body = {
+        input: { messages: [{ role: 'user', content: `fallback row ${randomUUID()}` }] },
+        target: { model: 'error_500', fallbacks: ['gpt-4o-mini'] },
+        skill_overrides: { prompt_compaction: 'shadow' },
+      };
+      // the process's scorecard window holds the rows scorecards read (no Redis here): what this request's two attempts add to it
       const window = gw.gateway.scorecardRows as ProcessRowWindow;
       const totals = async () => {
-        const samples = (await window.samples('acme-execute', { skill: 'guardrails', sinceMs: 0, nowMs: Date.now(), group: () => 'all' })).get('all');
+        const samples = (await window.samples('acme-execute', { skill: 'prompt_compaction', sinceMs: 0, nowMs: Date.now(), group: () => 'all' })).get('all');
         const sum = (name: 'n' | 'rt' | 'err') => ARMS.reduce((n, arm) => n + (samples?.arms[arm].totals[name] ?? 0), 0);
         return { requests: sum('n'), retries: sum('rt'), upstreamErrors: sum('err') };
       };

@@ -117,7 +117,7 @@ describe('durable scorecard samples (Redis)', () => {
   it('a read adds up to what the same rows give in the process window, over minutes and hours alike', async () => {
     const now = Date.now();
     const rows = mixedRows(now);
-    const window = new ProcessRowWindow(1000);
+    const window = new ProcessRowWindow(1000, new Set([SKILL]));
     for (const r of rows) {
       window.record(r);
       writer.record(r);

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { ScorecardRow } from '../../src/lifecycle/rows.js';
 import { feedbackKey, SkillSamples } from '../../src/lifecycle/samples.js';
 import { computeScorecard, type ScorecardInput, type TaskOutcome } from '../../src/lifecycle/scorecard.js';
@@ -285,14 +287,42 @@ describe('scorecard statistics', () => {
 });
 
 describe('process row window', () => {
+  const SCORED = new Set([SKILL]);
+
   it('a row without a skill is not kept but takes its slot: the window forgets the older rows as before', async () => {
     const q = { skill: SKILL, sinceMs: 0, nowMs: T0 + 1e9, group: () => 'all' };
     const skillLess = () => ({ ...row(SKILL, { arm: 'treatment' }), skills: {} });
-    const window = new ProcessRowWindow(2);
+    const window = new ProcessRowWindow(2, SCORED);
     window.record(row(SKILL, { arm: 'treatment' }));
     window.record(skillLess());
     assert.equal((await window.samples('acme', q)).size, 1);
     window.record(skillLess());
     assert.equal((await window.samples('acme', q)).size, 0);
   });
+
+  it('holds no row that no scorecard reads: one with only the guardrails\' entry (every request has it) is let go', async () => {
+    const gc = gcFunction();
+    const window = new ProcessRowWindow(10, SCORED);
+    const refs: Array<WeakRef<ScorecardRow>> = [];
+    const q = { skill: SKILL, sinceMs: 0, nowMs: T0 + 1e9, group: () => 'all' };
+    // recorded from a function, so no reference to the rows stays on this frame
+    const recordAll = () => {
+      for (const r of [{ ...row('guardrails', { arm: 'treatment' }), skills: { guardrails: { arm: 'prod', outcome: 'miss' } } }, row(SKILL, { arm: 'shadow' })]) {
+        refs.push(new WeakRef(r));
+        window.record(r);
+      }
+    };
+    recordAll();
+    await new Promise((r) => setImmediate(r));
+    gc();
+    assert.equal(refs[0]!.deref(), undefined, 'the guardrails-only row is not held');
+    assert.notEqual(refs[1]!.deref(), undefined, 'the sample row is held');
+    assert.equal((await window.samples('acme', q)).get('all')?.arms.shadow.totals.n, 1);
+  });
 });
+
+/** V8's collector, callable: turned on for this process as it runs (the test command passes no flag). */
+function gcFunction(): () => void {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}

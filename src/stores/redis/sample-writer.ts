@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { ScorecardRow, ScorecardRowSink } from '../../lifecycle/rows.js';
-import { ArmSamples, isArm } from '../../lifecycle/samples.js';
+import { ArmSamples, isSample } from '../../lifecycle/samples.js';
 import type { Logger } from '../../telemetry/log.js';
 import { drain, DropLog, writerConnection } from './batch-writer.js';
 import { pipelinePerNode, type RedisClient, type RedisTarget } from './client.js';
@@ -97,7 +97,7 @@ export class RedisSampleWriter implements ScorecardRowSink {
     if (this.closed) return;
     let sampled = false;
     for (const [skill, s] of Object.entries(row.skills)) {
-      if (!isArm(s.arm) || !this.opts.skills.has(skill)) continue;
+      if (!isSample(this.opts.skills, skill, s)) continue;
       if (!sampled && this.buffered >= this.opts.maxBuffered) return this.drops.dropped(1);
       sampled = true;
       const minute = minuteOf(Date.parse(row.ts));
