@@ -70,6 +70,8 @@ export class OneConnection {
   private failed: ((e: Error) => void) | undefined;
   private sentAt = 0;
   private firstByteAt: number | undefined;
+  /** the server closed it (an idle keep-alive connection is closed after 10 s by uWS) or it failed */
+  closed = false;
 
   private constructor(private readonly socket: Socket) {
     socket.setNoDelay(true);
@@ -86,7 +88,10 @@ export class OneConnection {
     });
     const fail = (e: Error) => this.failed?.(e);
     socket.on('error', fail);
-    socket.on('close', () => fail(new Error('connection closed')));
+    socket.on('close', () => {
+      this.closed = true;
+      fail(new Error('connection closed'));
+    });
   }
 
   static open(port: number): Promise<OneConnection> {
@@ -98,6 +103,8 @@ export class OneConnection {
 
   send(request: Buffer): Promise<TimedReply> {
     return new Promise((resolve, reject) => {
+      // a write to a closed socket neither fails nor answers: without this the caller waited for ever
+      if (this.closed) return reject(new Error('connection closed'));
       this.waiting = resolve;
       this.failed = reject;
       this.firstByteAt = undefined;
@@ -133,6 +140,7 @@ export interface SingleConnection {
 
 /** One client of the interleaved measurement: a connection to one target and the request it repeats. */
 interface Timed {
+  port: number;
   conn: OneConnection;
   request: Buffer;
   total: number[];
@@ -143,6 +151,8 @@ interface Timed {
 /** Sequential requests on one connection; each reply must be a 200. */
 async function timeRequests(c: Timed, count: number, record: boolean): Promise<void> {
   for (let i = 0; i < count; i++) {
+    // idle while the other targets took their turn, the connection may have been closed: a new one, before the request's clock starts
+    if (c.conn.closed) c.conn = await OneConnection.open(c.port);
     const r = await c.conn.send(c.request);
     if (r.status !== 200) throw new Error(`status ${r.status}: ${r.body.toString().slice(0, 200)}`);
     if (!record) continue;
@@ -161,7 +171,7 @@ async function timeRequests(c: Timed, count: number, record: boolean): Promise<v
 export async function singleConnections(targets: { port: number; request: Buffer }[], count: number, warmup: number, rounds = 10): Promise<SingleConnection[]> {
   const clients: Timed[] = [];
   try {
-    for (const t of targets) clients.push({ conn: await OneConnection.open(t.port), request: t.request, total: [], first: [], after: [] });
+    for (const t of targets) clients.push({ port: t.port, conn: await OneConnection.open(t.port), request: t.request, total: [], first: [], after: [] });
     for (const c of clients) await timeRequests(c, warmup, false);
     for (let round = 0; round < rounds; round++) {
       const slice = Math.floor((count * (round + 1)) / rounds) - Math.floor((count * round) / rounds);
