@@ -192,6 +192,15 @@ export interface StageTask {
   started: Int32Array;
 }
 
+/**
+ * Stages handed to the pool while every thread was busy, sent as one task: a
+ * thread runs them in order, each under its own deadline and in its own
+ * started slot, and replies once with a reply per stage, in the same order.
+ */
+export interface StageBatch {
+  batch: StageTask[];
+}
+
 /** A worker's reply: the evaluator's result, or the error it threw, with its own run time. */
 export interface StageReply {
   result?: StageResult;

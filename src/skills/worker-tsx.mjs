@@ -5,5 +5,5 @@
 // this file is not used.
 const { register } = await import('tsx/esm/api');
 register();
-const { default: runStage } = await import('./worker.ts');
-export default runStage;
+const { default: runTask } = await import('./worker.ts');
+export default runTask;

@@ -1,7 +1,7 @@
 import { setPriority } from 'node:os';
 import { threadId, workerData } from 'node:worker_threads';
 import { applyOperatorCatalog } from '../providers/catalog.js';
-import { Deadline, STAGE_FINISHED, STAGE_RUNNING, type Evaluator, type StageInput, type StageReply, type StageResult, type StageTask, type WorkerEvaluators } from './stage.js';
+import { Deadline, STAGE_FINISHED, STAGE_RUNNING, type Evaluator, type StageInput, type StageBatch, type StageReply, type StageResult, type StageTask, type WorkerEvaluators } from './stage.js';
 import { kernelThreadId } from './thread-sched.js';
 
 /**
@@ -101,7 +101,7 @@ async function evaluate(task: StageTask, stage: string, started: Int32Array, dea
 /** Does the request go on after this reply, so that stages deciding on what goes upstream still matter? */
 const goesOn = (reply: StageReply) => reply.result !== undefined && reply.result.outcome !== 'ceiling_exceeded' && !reply.result.refuse && !reply.result.answer;
 
-export default async function runStage(task: StageTask): Promise<StageReply> {
+async function runStage(task: StageTask): Promise<StageReply> {
   let read = reading(task.body);
   let goingOn = true;
   /** an acting stage's reply: it stops the stages after it, or hands them the body it produced; a shadow one's changes nothing */
@@ -123,4 +123,12 @@ export default async function runStage(task: StageTask): Promise<StageReply> {
     after(f.acting, r);
   }
   return { ...reply, followers };
+}
+
+/** The pool's task: one stage (with its followers), or a batch of them run one after another, each replied in order. */
+export default async function runTask(task: StageTask | StageBatch): Promise<StageReply | StageReply[]> {
+  if (!('batch' in task)) return runStage(task);
+  const replies: StageReply[] = [];
+  for (const t of task.batch) replies.push(await runStage(t));
+  return replies;
 }

@@ -170,6 +170,11 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
     }),
     skillQueueWait: new HotHistogram('gw_skill_queue_wait_seconds', 'Time a skill stage waited for a pool thread (message hops included), by stage', ['stage'], LATENCY_BUCKETS, registry),
     skillRunTime: new HotHistogram('gw_skill_run_seconds', 'Time a skill stage ran in its pool thread, by stage', ['stage'], LATENCY_BUCKETS, registry),
+    skillTasks: new Counter({
+      name: 'gw_skill_pool_tasks_total',
+      help: 'Tasks handed to skill pool threads: one stage (with the stages that follow it), or the stages handed over in one event-loop turn while every thread was busy',
+      registers: [registry],
+    }),
     breakerSweeps: new Counter({
       name: 'gw_breaker_sweep_runs_total',
       help: 'Breaker sweep periods, by result: swept (this replica held the lease), standby (another did), failed',
@@ -209,6 +214,9 @@ export function createMetrics(opts: MetricsOptions = { streamDeadlineS: 3600 }) 
       stageTimed(stage: string, queueWaitMs: number, runMs: number) {
         m.skillQueueWait.observe([stage], queueWaitMs / 1000);
         m.skillRunTime.observe([stage], runMs / 1000);
+      },
+      taskSent() {
+        m.skillTasks.inc();
       },
     },
     cacheLookups: new Counter({

@@ -278,3 +278,50 @@ test('stages waiting for a thread start in the order they were handed over', asy
   const order = (await Promise.all(queued)).map((run) => (run.outcome === 'done' ? run.reply.result?.detail?.['run'] : run.outcome));
   assert.deepEqual(order, [1, 2, 3, 4, 5, 6, 7, 8]);
 });
+
+/** Fills the pool's one thread with a stage held until `release` is called. */
+async function holdThread(t: { after(fn: () => Promise<void>): void }, p: SkillPool) {
+  const dir = await mkdtemp(join(tmpdir(), 'gw-batch-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'hold');
+  await writeFile(file, '');
+  const held = p.run(task('hold', JSON.stringify({ user: file })), LONG_MS);
+  return { held, release: () => rm(file) };
+}
+
+test('stages handed over in one turn while every thread is busy go to a thread together, as one task, each under its own ceiling', async (t) => {
+  const { pool: p, metrics } = pool(t, { maxQueue: 16 });
+  const tasks = async () => (await metrics.skillTasks.get()).values[0]?.value ?? 0;
+  await warm(p);
+  const { held, release } = await holdThread(t, p);
+  const before = await tasks();
+  const counted = Array.from({ length: 4 }, () => p.run(task('count'), LONG_MS));
+  // a ceiling that passes while the batch waits for the thread
+  const late = p.run(task('count'), 100);
+  assert.equal((await late).outcome, 'ceiling_exceeded');
+  await release();
+  assert.equal((await held).outcome, 'done');
+  const order = (await Promise.all(counted)).map((run) => (run.outcome === 'done' ? run.reply.result?.detail?.['run'] : run.outcome));
+  assert.deepEqual(order, [1, 2, 3, 4], 'in the order handed over');
+  assert.equal((await tasks()) - before, 1, 'the five stages went as one task');
+  assert.equal((await p.run(task('count'), LONG_MS)).outcome, 'done', 'with a thread free again, a stage goes alone at once');
+  assert.equal((await tasks()) - before, 2);
+});
+
+test('a thread lost in the middle of a batch fails every stage of the batch and counts one respawn', async (t) => {
+  const { pool: p, respawns } = pool(t, { maxQueue: 16 });
+  await warm(p);
+  const { held, release } = await holdThread(t, p);
+  const batch = [p.run(task('describe'), LONG_MS), p.run(task('exit'), LONG_MS), p.run(task('describe'), LONG_MS)];
+  await new Promise((r) => setImmediate(r));
+  await release();
+  assert.equal((await held).outcome, 'done');
+  const runs = await Promise.all(batch);
+  assert.deepEqual(runs.map((r) => r.outcome), ['error', 'error', 'error']);
+  const details = runs.map((r) => (r.outcome === 'error' ? r.detail : ''));
+  assert.match(details[1]!, /skill thread lost/);
+  assert.match(details[0]!, /lost at another stage of its batch/, 'the stage before it finished, and its result went with the thread');
+  assert.match(details[2]!, /lost at another stage of its batch/);
+  assert.equal(await respawns('exit'), 1);
+  assert.equal((await p.run(task('describe'), LONG_MS)).outcome, 'done', 'the pool serves again on a new thread');
+});
