@@ -93,7 +93,8 @@ interface Waiting {
   reject(err: unknown): void;
 }
 
-const slotsOf = (task: StageTask): Int32Array[] => [task.started, ...(task.followers ?? []).map((f) => f.started)];
+/** a task's started slots: its own stage's, then each follower's */
+const slotsOf = (task: { started: Int32Array; followers?: readonly FollowerStage[] | undefined }): Int32Array[] => [task.started, ...(task.followers ?? []).map((f) => f.started)];
 
 /**
  * One piscina pool and the stages handed to it. While some thread holds no
@@ -287,7 +288,7 @@ export class SkillPool {
       };
       const t0Wall = Date.now();
       const deadlineAt = t0Wall + ceilingMs;
-      const slots = [task.started, ...followers.map((f) => f.started)];
+      const slots = slotsOf({ started: task.started, followers });
       const ceilings = [ceilingMs, ...followers.map((f) => f.ceilingMs)];
       // how often to look while the task's own stage runs: its ceiling, or the shortest follower's when shorter, but every few ms at most
       // (a follower whose ceiling is 0 misses at its start, in the thread, and needs no watching)
