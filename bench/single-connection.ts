@@ -70,8 +70,6 @@ export class OneConnection {
   private failed: ((e: Error) => void) | undefined;
   private sentAt = 0;
   private firstByteAt: number | undefined;
-  /** the server closed it (an idle keep-alive connection is closed after 10 s by uWS) or it failed */
-  closed = false;
 
   private constructor(private readonly socket: Socket) {
     socket.setNoDelay(true);
@@ -88,10 +86,12 @@ export class OneConnection {
     });
     const fail = (e: Error) => this.failed?.(e);
     socket.on('error', fail);
-    socket.on('close', () => {
-      this.closed = true;
-      fail(new Error('connection closed'));
-    });
+    socket.on('close', () => fail(new Error('connection closed')));
+  }
+
+  /** the server closed it (uWS closes a keep-alive connection idle for 10 s) or it failed */
+  get closed(): boolean {
+    return this.socket.destroyed;
   }
 
   static open(port: number): Promise<OneConnection> {
