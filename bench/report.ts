@@ -32,9 +32,11 @@ export interface Failure {
 const find = (rows: Row[], scenario: Scenario['id'], target: Target['id']) => rows.find((r) => r.scenario.id === scenario && r.target === target);
 
 const f = (x: number, digits: number) => x.toFixed(digits);
+/** a difference with its sign: `+0.120`, `-0.119` (a bare `+` before a negative one printed `+-0.119`) */
+const signed = (x: number, digits: number) => (x < 0 ? '' : '+') + f(x, digits);
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? '–' : `${f(a / b, 2)}×`);
 
-const added = (r: Row, base: Row | undefined, pick: (r: Row) => number, digits = 3) => (r.target === 'direct' || !base ? '–' : `+${f(pick(r) - pick(base), digits)}`);
+const added = (r: Row, base: Row | undefined, pick: (r: Row) => number, digits = 3) => (r.target === 'direct' || !base ? '–' : `${signed(pick(r) - pick(base), digits)}`);
 
 export function resultsTable(rows: Row[]): string {
   const head = [
@@ -106,7 +108,7 @@ function regressionLines(rows: Row[]): string[] {
     const addedMs = gw.singleMs - direct.singleMs;
     const ok = gw.cpuMicrosPerReq <= base.cpuMicrosPerReq * NOISE && addedMs <= base.addedSingleMs * NOISE;
     return [
-      `- chat-completions ${gw.scenario.title} against the foundation (${base.cpuMicrosPerReq} µs CPU/req, +${base.addedSingleMs} ms 1-conn): ${f(gw.cpuMicrosPerReq, 1)} µs, +${f(addedMs, 3)} ms: ${mark(ok)}`,
+      `- chat-completions ${gw.scenario.title} against the foundation (${base.cpuMicrosPerReq} µs CPU/req, +${base.addedSingleMs} ms 1-conn): ${f(gw.cpuMicrosPerReq, 1)} µs, ${signed(addedMs, 3)} ms: ${mark(ok)}`,
     ];
   });
 }
@@ -119,7 +121,7 @@ function streamLines(rows: Row[]): string[] {
     if (gw.target !== 'gateway' || !stream || !direct) return [];
     const nginx = find(rows, gw.scenario.id, 'nginx');
     const figures = (r: Row) =>
-      `+${f(r.firstByteMs - direct.firstByteMs, 3)} ms to first byte, +${f(addedPerEvent(r, direct, stream.events), 1)} µs per event (+${f(addedPerLaterEvent(r, direct, stream.events), 1)} after the first), ${f(r.cpuMicrosPerReq / stream.events, 1)} µs CPU per event`;
+      `${signed(r.firstByteMs - direct.firstByteMs, 3)} ms to first byte, ${signed(addedPerEvent(r, direct, stream.events), 1)} µs per event (${signed(addedPerLaterEvent(r, direct, stream.events), 1)} after the first), ${f(r.cpuMicrosPerReq / stream.events, 1)} µs CPU per event`;
     return [`- ${gw.scenario.title} (${stream.family}), gateway: ${figures(gw)}${nginx ? `; nginx: ${figures(nginx)}` : ''}`];
   });
 }
@@ -147,7 +149,7 @@ export function budgetLines(rows: Row[]): string[] {
     out.push(`- /v1/execute to an openai model ÷ the chat-completions relay, CPU per request: ${f(r, 2)}× (budget ≤ 1.3×): ${mark(r <= 1.3)}`);
   }
   if (nginxJson && directJson) {
-    out.push(`- Reference, nginx on small JSON: ${f(nginxJson.cpuMicrosPerReq, 1)} µs CPU per request, +${f(nginxJson.singleMs - directJson.singleMs, 3)} ms single-connection (the issue quotes 17 µs, +0.04 ms)`);
+    out.push(`- Reference, nginx on small JSON: ${f(nginxJson.cpuMicrosPerReq, 1)} µs CPU per request, ${signed(nginxJson.singleMs - directJson.singleMs, 3)} ms single-connection (the issue quotes 17 µs, +0.04 ms)`);
   }
   out.push(...skillBudgetLines(rows));
   const pools = rows.flatMap((r) => (r.pool ? [`- Skill pool under ${r.scenario.title} load (gateway): ${r.pool}`] : []));
@@ -170,16 +172,16 @@ function skillBudgetLines(rows: Row[]): string[] {
   const relayAdded = added('json');
   if (hit && relay && hitAdded !== undefined && relayAdded !== undefined) {
     const ok = hit.cpuMicrosPerReq <= relay.cpuMicrosPerReq && hitAdded < relayAdded;
-    out.push(`- Cache hit: ${f(hit.cpuMicrosPerReq, 1)} µs CPU/req, +${f(hitAdded, 3)} ms 1-conn, against the relayed call's ${f(relay.cpuMicrosPerReq, 1)} µs, +${f(relayAdded, 3)} ms (budget: no more CPU, less added time): ${mark(ok)}`);
+    out.push(`- Cache hit: ${f(hit.cpuMicrosPerReq, 1)} µs CPU/req, ${signed(hitAdded, 3)} ms 1-conn, against the relayed call's ${f(relay.cpuMicrosPerReq, 1)} µs, ${signed(relayAdded, 3)} ms (budget: no more CPU, less added time): ${mark(ok)}`);
   }
   const shadow = gw('shadow-2k');
   const plain = gw('chat2k');
   if (shadow && plain) {
     const extra = shadow.singleMs - plain.singleMs;
-    out.push(`- All five skills in shadow on a 2 KB chat body: +${f(extra, 3)} ms 1-conn and +${f(shadow.cpuMicrosPerReq - plain.cpuMicrosPerReq, 1)} µs CPU/req over skills off (budget ≤ 0.5 ms): ${mark(extra <= 0.5)}`);
+    out.push(`- All five skills in shadow on a 2 KB chat body: ${signed(extra, 3)} ms 1-conn and ${signed(shadow.cpuMicrosPerReq - plain.cpuMicrosPerReq, 1)} µs CPU/req over skills off (budget ≤ 0.5 ms): ${mark(extra <= 0.5)}`);
   }
   const pii = gw('pii-32k');
-  if (pii) out.push(`- PII redaction acting on a 32 KB body: p99 ${f(pii.p99Ms, 0)} ms under load, +${f(added('pii-32k') ?? NaN, 3)} ms 1-conn, ${f(pii.cpuMicrosPerReq, 1)} µs CPU/req (ceiling 250 ms): ${mark(pii.p99Ms < 250)}`);
+  if (pii) out.push(`- PII redaction acting on a 32 KB body: p99 ${f(pii.p99Ms, 0)} ms under load, ${signed(added('pii-32k') ?? NaN, 3)} ms 1-conn, ${f(pii.cpuMicrosPerReq, 1)} µs CPU/req (ceiling 250 ms): ${mark(pii.p99Ms < 250)}`);
   return out;
 }
 
@@ -192,8 +194,8 @@ function skillsOffLines(rows: Row[]): string[] {
     if (!direct || !gw) return [];
     const added = (r: Row) => r.singleMs - direct.singleMs;
     return [
-      `- ${off.scenario.title}, skills off (empty skills table): ${f(off.cpuMicrosPerReq, 1)} µs CPU/req, +${f(added(off), 3)} ms 1-conn; ` +
-        `the guardrail stage on top (the gateway as shipped): +${f(gw.cpuMicrosPerReq - off.cpuMicrosPerReq, 1)} µs CPU/req, +${f(added(gw) - added(off), 3)} ms 1-conn`,
+      `- ${off.scenario.title}, skills off (empty skills table): ${f(off.cpuMicrosPerReq, 1)} µs CPU/req, ${signed(added(off), 3)} ms 1-conn; ` +
+        `the guardrail stage on top (the gateway as shipped): ${signed(gw.cpuMicrosPerReq - off.cpuMicrosPerReq, 1)} µs CPU/req, ${signed(added(gw) - added(off), 3)} ms 1-conn`,
     ];
   });
 }
@@ -257,7 +259,7 @@ export function baselineLines(rows: Row[], baselines: string[]): string[] {
         `${ratio === undefined ? '' : `; per pass, median ${change(ratio, 1)}`}` +
         `${paired === undefined || paired.length === 0 ? '' : `; both loaded at once, median of ${paired.length} rounds ${change(median(paired), 1)}, rounds ${change(Math.min(...paired), 1)} to ${change(Math.max(...paired), 1)}`})`;
       const single = direct
-        ? `, +${f(off.singleMs - direct.singleMs, 3)} ms 1-conn against +${f(base.singleMs - direct.singleMs, 3)} (${change(off.singleMs - direct.singleMs, base.singleMs - direct.singleMs)})`
+        ? `, ${signed(off.singleMs - direct.singleMs, 3)} ms 1-conn against ${signed(base.singleMs - direct.singleMs, 3)} (${change(off.singleMs - direct.singleMs, base.singleMs - direct.singleMs)})`
         : '';
       return [`- ${off.scenario.title}, skills off against baseline${i + 1} (${dir}): ${cpu}${single}`];
     });
