@@ -36,7 +36,7 @@ const f = (x: number, digits: number) => x.toFixed(digits);
 const signed = (x: number, digits: number) => (x < 0 ? '' : '+') + f(x, digits);
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? '–' : `${f(a / b, 2)}×`);
 
-const added = (r: Row, base: Row | undefined, pick: (r: Row) => number, digits = 3) => (r.target === 'direct' || !base ? '–' : `${signed(pick(r) - pick(base), digits)}`);
+const added = (r: Row, base: Row | undefined, pick: (r: Row) => number, digits = 3) => (r.target === 'direct' || !base ? '–' : signed(pick(r) - pick(base), digits));
 
 export function resultsTable(rows: Row[]): string {
   const head = [
