@@ -308,6 +308,24 @@ test('stages handed over in one turn while every thread is busy go to a thread t
   assert.equal((await tasks()) - before, 2);
 });
 
+test('a batch carries at most 64 KB of bodies: the stages beyond it go as further tasks, in the order handed over', async (t) => {
+  // a batch replies at its end, so each of its stages waits for all of them: large bodies go a few at a time
+  const { pool: p, metrics } = pool(t, { maxQueue: 16 });
+  const tasks = async () => (await metrics.skillTasks.get()).values[0]?.value ?? 0;
+  await warm(p);
+  const { held, release } = await holdThread(t, p);
+  const before = await tasks();
+  const large = JSON.stringify({ pad: 'x'.repeat(40 * 1024) });
+  const runs = [...Array.from({ length: 3 }, () => p.run(task('count', large), LONG_MS)), ...Array.from({ length: 3 }, () => p.run(task('count'), LONG_MS))];
+  await new Promise((r) => setImmediate(r));
+  await release();
+  assert.equal((await held).outcome, 'done');
+  const order = (await Promise.all(runs)).map((run) => (run.outcome === 'done' ? run.reply.result?.detail?.['run'] : run.outcome));
+  assert.deepEqual(order, [1, 2, 3, 4, 5, 6]);
+  // 40 KB alone, 40 KB alone, then 40 KB with the three short ones
+  assert.equal((await tasks()) - before, 3);
+});
+
 test('a thread lost in the middle of a batch fails every stage of the batch and counts one respawn', async (t) => {
   const { pool: p, respawns } = pool(t, { maxQueue: 16 });
   await warm(p);
