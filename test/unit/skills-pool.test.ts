@@ -30,7 +30,9 @@ function pool(t: { after(fn: () => Promise<void>): void }, settings: Partial<Poo
   const p = new SkillPool({ ...SETTINGS, ...settings }, ROWS, metrics.skillPool);
   t.after(() => p.close());
   const respawns = async (cause: string) => (await metrics.skillRespawns.get()).values.find((v) => v.labels['cause'] === cause)?.value ?? 0;
-  return { pool: p, metrics, respawns };
+  /** tasks handed to piscina so far */
+  const tasks = async () => (await metrics.skillTasks.get()).values[0]?.value ?? 0;
+  return { pool: p, metrics, respawns, tasks };
 }
 
 const task = (stage: string, text = '{"messages":[]}') => sharedTask(stage, 'chat_completions', text);
@@ -290,8 +292,7 @@ async function holdThread(t: { after(fn: () => Promise<void>): void }, p: SkillP
 }
 
 test('stages handed over in one turn while every thread is busy go to a thread together, as one task, each under its own ceiling', async (t) => {
-  const { pool: p, metrics } = pool(t, { maxQueue: 16 });
-  const tasks = async () => (await metrics.skillTasks.get()).values[0]?.value ?? 0;
+  const { pool: p, tasks } = pool(t, { maxQueue: 16 });
   await warm(p);
   const { held, release } = await holdThread(t, p);
   const before = await tasks();
@@ -310,8 +311,7 @@ test('stages handed over in one turn while every thread is busy go to a thread t
 
 test('a batch carries at most 64 KB of bodies: the stages beyond it go as further tasks, in the order handed over', async (t) => {
   // a batch replies at its end, so each of its stages waits for all of them: large bodies go a few at a time
-  const { pool: p, metrics } = pool(t, { maxQueue: 16 });
-  const tasks = async () => (await metrics.skillTasks.get()).values[0]?.value ?? 0;
+  const { pool: p, tasks } = pool(t, { maxQueue: 16 });
   await warm(p);
   const { held, release } = await holdThread(t, p);
   const before = await tasks();
