@@ -113,6 +113,12 @@ export function mergeTask(a: TaskTotals, b: TaskTotals): TaskTotals {
   return a;
 }
 
+/** The columns of a row that its samples are made of (the skill's own entry apart). */
+export type SampleRow = Pick<
+  ScorecardRow,
+  'ts' | 'session_id' | 'task_id' | 'status' | 'latency_ms' | 'overhead_ms' | 'cost_usd' | 'tokens_saved' | 'retry' | 'relay_reason' | 'tool_fidelity'
+>;
+
 /** Outcomes of a skill stage that did not complete: the request failed open for that skill. */
 const FAIL_OPEN_OUTCOMES: ReadonlySet<string> = new Set(['ceiling_exceeded', 'overloaded', 'loop_stalled', 'error']);
 
@@ -142,7 +148,7 @@ export class ArmSamples {
   readonly sessions = new Set<string>();
 
   /** one request in which the skill had this arm, with the skill's outcome and report */
-  addRow(r: ScorecardRow, outcome: string, detail: Readonly<Record<string, unknown>> | undefined, arm: ArmName): void {
+  addRow(r: SampleRow, outcome: string, detail: Readonly<Record<string, unknown>> | undefined, arm: ArmName): void {
     const t = this.totals;
     bump(t, 'n');
     if (r.overhead_ms !== null) count(t, 'oh', r.overhead_ms);

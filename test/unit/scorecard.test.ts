@@ -300,7 +300,7 @@ describe('process row window', () => {
     assert.equal((await window.samples('acme', q)).size, 0);
   });
 
-  it('holds no row that no scorecard reads: one with only the guardrails\' entry (every request has it) is let go', async () => {
+  it('holds no row object: a sample row is kept as its columns, one with only the guardrails\' entry (every request has it) as nothing', async () => {
     const gc = gcFunction();
     const window = new ProcessRowWindow(10, SCORED);
     const refs: Array<WeakRef<ScorecardRow>> = [];
@@ -316,8 +316,30 @@ describe('process row window', () => {
     await new Promise((r) => setImmediate(r));
     gc();
     assert.equal(refs[0]!.deref(), undefined, 'the guardrails-only row is not held');
-    assert.notEqual(refs[1]!.deref(), undefined, 'the sample row is held');
+    assert.equal(refs[1]!.deref(), undefined, 'the sample row is not held');
     assert.equal((await window.samples('acme', q)).get('all')?.arms.shadow.totals.n, 1);
+  });
+
+  it('reads the same samples as the rows themselves give, every column of theirs that samples use', async () => {
+    const other = 'semantic_cache';
+    const window = new ProcessRowWindow(100, new Set([SKILL, other]));
+    const rows = Array.from({ length: 48 }, (_, i) => {
+      const r = row(i % 6 === 5 ? other : SKILL, {
+        arm: (['treatment', 'control', 'shadow'] as const)[i % 3]!,
+        outcome: ['applied', 'hit', 'error', 'skipped'][i % 4],
+        session: i % 5 === 0 ? null : `s${i % 4}`,
+        status: [200, 429, 502][i % 3],
+        retry: i % 7 === 0,
+        fidelity: [null, true, false][i % 3],
+        detail: i % 2 === 0 ? { tokens_saved: i, usd_saved: 0.5, kinds: { email: 1 }, ledger_usd: -0.25, ledger_trued_up: true, decision: 'hit', false_hit: i % 4 === 0 } : undefined,
+        latency: 3 + i * 17.25,
+      });
+      return { ...r, task_id: i % 9 === 0 ? `t${i % 2}` : null, overhead_ms: i % 4 === 0 ? null : i / 8, tokens_saved: i % 3 === 0 ? 12 : 0, relay_reason: i % 8 === 0 ? 'fail_open' : null, cost_usd: i / 64 };
+    });
+    for (const r of rows) window.record(r);
+    const read = async (skill: string) => (await window.samples('acme', { skill, sinceMs: 0, nowMs: T0 + 1e9, group: () => 'all' })).get('all');
+    assert.deepEqual(await read(SKILL), samplesOf(rows, SKILL));
+    assert.deepEqual(await read(other), samplesOf(rows, other));
   });
 });
 
