@@ -49,7 +49,7 @@ interface SkillColumns {
  *
  * A row is kept as the columns its samples are made of, in arrays (numbers in
  * typed ones), not as the row: the telemetry row has some forty fields and an
- * entry per skill, and 50,000 of them kept about 50 MB alive in the main
+ * entry per skill, and 50,000 of them kept 40-50 MB alive in the main
  * isolate, which every full collection marks again. A row that is no
  * scorecard's sample (the guardrails' entry alone) takes its slot but keeps
  * nothing, so the window forgets the older rows as it did.
