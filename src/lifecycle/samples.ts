@@ -1,5 +1,5 @@
 import type { RowSkill, ScorecardRow } from './rows.js';
-import { mergeSketch, sketchOf, type Sketch } from './sketch.js';
+import { addValue, mergeSketch, type Sketch } from './sketch.js';
 
 /**
  * What a scorecard is computed from: per arm, additive totals of the arm's
@@ -126,7 +126,7 @@ const bump = (t: ArmTotals, name: Exclude<keyof ArmTotals, 'oh' | 'du' | 'sdu' |
   t[name] = (t[name] ?? 0) + by;
 };
 const count = (t: ArmTotals, name: 'oh' | 'du' | 'sdu', value: number): void => {
-  t[name] = mergeSketch(t[name], sketchOf(value));
+  t[name] = addValue(t[name], value);
 };
 
 /** The id a task's feedback is filed under: a task id, else a session id (`POST /v1/feedback`). */

@@ -40,14 +40,30 @@ export function mergeSketch(a: Sketch | undefined, b: Sketch): Sketch {
     // widen downwards: a new array with a's counts shifted up
     out = [a[ZEROS] as number, bFirst, ...new Array<number>(aFirst - bFirst).fill(0), ...a.slice(COUNTS)];
   }
-  const first = out[FIRST] as number;
-  for (let i = 0; i < bCount; i++) {
-    const at = COUNTS + bFirst - first + i;
-    out[at] = (out[at] ?? 0) + (b[COUNTS + i] as number);
-  }
-  // a gap left by writing past the end reads as holes: fill them
-  for (let i = COUNTS; i < out.length; i++) out[i] ??= 0;
+  const offset = COUNTS + bFirst - (out[FIRST] as number);
+  // widen upwards with zeros first: writing past the end would leave holes
+  for (let i = out.length; i < offset + bCount; i++) out.push(0);
+  for (let i = 0; i < bCount; i++) out[offset + i] = (out[offset + i] as number) + (b[COUNTS + i] as number);
   return out;
+}
+
+/**
+ * Adds one value into `a` (in place when its range already covers the
+ * value's bucket): the same as merging `sketchOf(value)`, without the sketch
+ * of one value, and without touching the other buckets; a read adds every
+ * sampled request's latencies this way.
+ */
+export function addValue(a: Sketch | undefined, value: number): Sketch {
+  if (a === undefined || (a.length === COUNTS && value > 0)) return mergeSketch(a, sketchOf(value));
+  if (!(value > 0)) {
+    a[ZEROS] = (a[ZEROS] as number) + 1;
+    return a;
+  }
+  const at = COUNTS + bucketOf(value) - (a[FIRST] as number);
+  if (at < COUNTS) return mergeSketch(a, sketchOf(value));
+  for (let i = a.length; i <= at; i++) a.push(0);
+  a[at] = (a[at] as number) + 1;
+  return a;
 }
 
 /** the value a bucket stands for: the midpoint (relative to its bounds) of its range, at the rows' 2 decimals */

@@ -6,7 +6,7 @@ import type { ScorecardRow } from '../../src/lifecycle/rows.js';
 import { feedbackKey, SkillSamples } from '../../src/lifecycle/samples.js';
 import { computeScorecard, type ScorecardInput, type TaskOutcome } from '../../src/lifecycle/scorecard.js';
 import { ProcessRowWindow } from '../../src/lifecycle/sources.js';
-import { mergeSketch, sketchOf, spreadOf, type Sketch } from '../../src/lifecycle/sketch.js';
+import { addValue, mergeSketch, sketchOf, spreadOf, type Sketch } from '../../src/lifecycle/sketch.js';
 import { splitCheck, wilson } from '../../src/lifecycle/stats.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
@@ -259,6 +259,35 @@ describe('scorecard statistics', () => {
   it('Wilson interval of 50/100 is about 0.40 to 0.60', () => {
     assert.deepEqual(wilson(50, 100), [0.4038, 0.5962]);
     assert.equal(wilson(0, 0), null);
+  });
+
+  it('a value added in place makes the sketch its definition gives, widening either way, and the same as merging its own sketch', () => {
+    // the definition: [values at or below zero, the first bucket, counts from it on], bucket i holding (1.02^(i-1), 1.02^i]
+    const defined = (values: number[]): Sketch | undefined => {
+      if (values.length === 0) return undefined;
+      const buckets = values.filter((v) => v > 0).map((v) => Math.ceil(Math.log(v) / Math.log(1.02)));
+      const zeros = values.length - buckets.length;
+      if (buckets.length === 0) return [zeros, 0];
+      const first = Math.min(...buckets);
+      const counts = new Array<number>(Math.max(...buckets) - first + 1).fill(0);
+      for (const b of buckets) counts[b - first]! += 1;
+      return [zeros, first, ...counts];
+    };
+    const orders = {
+      ascending: [0.5, 1, 3, 40, 7000],
+      descending: [7000, 40, 3, 1, 0.5],
+      'zeros first': [0, 0, 12, 0, 0.01, 9000],
+      'far apart, repeated': [250, 0.002, 250, 1e6, 0, 0.002, 17.5, 1e6],
+    };
+    for (const [name, values] of Object.entries(orders)) {
+      const added = values.reduce<Sketch | undefined>((s, v) => addValue(s, v), undefined);
+      assert.deepEqual(added, defined(values), name);
+      assert.deepEqual(
+        values.reduce<Sketch | undefined>((s, v) => mergeSketch(s, sketchOf(v)), undefined),
+        added,
+        `${name}: merged one by one`,
+      );
+    }
   });
 
   it('sketches merge in any order to the same counts, and read back percentiles within 1%', () => {
