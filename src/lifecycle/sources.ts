@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import type { TransitionRecord } from '../tenancy/skills.js';
 import type { RowSkill, ScorecardRow, ScorecardRowSink } from './rows.js';
 import { isArm, SkillSamples, type ArmName, type SampleRow } from './samples.js';
@@ -29,6 +30,9 @@ export interface SampleSource {
   samples(tenant: string, q: SampleQuery): Promise<Map<string, SkillSamples>>;
 }
 
+/** Rows a read goes over in one turn of the event loop: 4-5 ms of samples, warm, on the 2-core VM of docs/performance.md. */
+const READ_SLICE_ROWS = 2048;
+
 /** A skill's arm in the window's columns; 0: the row is no sample of that skill. */
 const ARM_CODE: Readonly<Record<ArmName, number>> = { treatment: 1, control: 2, shadow: 3 };
 const ARM_OF: readonly ArmName[] = ['treatment', 'treatment', 'control', 'shadow'];
@@ -44,8 +48,9 @@ interface SkillColumns {
  * The answering process's own recent rows, for a gateway without a durable
  * store: a ring of the last `capacity` rows of every tenant, fed by record()
  * with every finished request (the telemetry row sink, main.ts), summed into
- * samples on each read. It holds only what this process served and forgets on
- * restart.
+ * samples on each read, a slice of rows per turn of the event loop (a row
+ * recorded meanwhile may or may not be counted, as with a read a moment
+ * later). It holds only what this process served and forgets on restart.
  *
  * A row is kept as the columns its samples are made of, in arrays (numbers in
  * typed ones), not as the row: the telemetry row has some forty fields and an
@@ -143,6 +148,8 @@ export class ProcessRowWindow implements SampleSource, ScorecardRowSink {
     // one row at a time is read through this view, which the samples do not keep
     const view: SampleRow = { ts: '', session_id: null, task_id: null, status: 0, latency_ms: 0, overhead_ms: null, cost_usd: 0, tokens_saved: 0, retry: false, relay_reason: null, tool_fidelity: null };
     for (let i = 0; i < this.capacity; i++) {
+      // a full window of one tenant's samples takes tens of ms: the requests in flight get the loop between slices
+      if (i > 0 && i % READ_SLICE_ROWS === 0) await setImmediate();
       const code = arm[i]!;
       const ts = this.ts[i]!;
       if (code === 0 || this.tenant[i] !== tenant || ts < since) continue;

@@ -349,6 +349,17 @@ describe('process row window', () => {
     assert.equal((await window.samples('acme', q)).get('all')?.arms.shadow.totals.n, 1);
   });
 
+  it('a read of a large window gives the event loop back between slices of rows, and still counts them all', async () => {
+    const window = new ProcessRowWindow(20_000, SCORED);
+    for (let i = 0; i < 20_000; i++) window.record(row(SKILL, { arm: 'treatment' }));
+    let ranDuringRead = false;
+    const read = window.samples('acme', { skill: SKILL, sinceMs: 0, nowMs: T0 + 1e9, group: () => 'all' });
+    setImmediate(() => (ranDuringRead = true));
+    const samples = await read;
+    assert.equal(ranDuringRead, true, 'a callback queued after the read began ran before it ended');
+    assert.equal(samples.get('all')?.arms.treatment.totals.n, 20_000);
+  });
+
   it('reads the same samples as the rows themselves give, every column of theirs that samples use', async () => {
     const other = 'semantic_cache';
     const window = new ProcessRowWindow(100, new Set([SKILL, other]));
