@@ -35,7 +35,7 @@ const READ_SLICE_ROWS = 2048;
 
 /** A skill's arm in the window's columns; 0: the row is no sample of that skill. */
 const ARM_CODE: Readonly<Record<ArmName, number>> = { treatment: 1, control: 2, shadow: 3 };
-const ARM_OF: readonly ArmName[] = ['treatment', 'treatment', 'control', 'shadow'];
+const ARM_OF: Readonly<Record<number, ArmName>> = { 1: 'treatment', 2: 'control', 3: 'shadow' };
 
 /** One scored skill's part in the window's rows, a column each. */
 interface SkillColumns {
