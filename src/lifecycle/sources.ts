@@ -117,13 +117,13 @@ export class ProcessRowWindow implements SampleSource, ScorecardRowSink {
       columns.detail[i] = arm === 0 ? undefined : s!.detail;
       sample ||= arm !== 0;
     }
-    // a row that is no sample keeps nothing: its strings let go, its numbers are never read
-    this.tenant[i] = sample ? row.tenant_id : undefined;
     if (!sample) {
-      this.key[i] = this.ts[i] = undefined;
+      // a row that is no sample keeps nothing: its strings let go, its numbers are never read
+      this.tenant[i] = this.key[i] = this.ts[i] = undefined;
       this.session[i] = this.task[i] = this.relayReason[i] = null;
       return;
     }
+    this.tenant[i] = row.tenant_id;
     this.key[i] = row.key_id;
     this.ts[i] = row.ts;
     this.session[i] = row.session_id;
