@@ -3,12 +3,14 @@ import { describe, it } from 'node:test';
 import { readExamples } from '../../scripts/train-guardrails.js';
 import { scanViews } from '../../src/skills/guardrails/normalize.js';
 import { RULE_SOURCES } from '../../src/skills/guardrails/regex.js';
-import { parseRule, prefixes, RuleIndex, type RuleNode } from '../../src/skills/guardrails/rule-index.js';
+import { parseRule, prefixes, RuleIndex, type RuleNode, type Shape } from '../../src/skills/guardrails/rule-index.js';
 
 const never = { expired: () => false };
 
 describe('guardrails rule index: prefixes', () => {
-  const heads = (source: string) => [...prefixes(parseRule(source), 3)].sort();
+  /** the strings a prefix stands for */
+  const strings = (shape: Shape): string[] => shape.reduce<string[]>((out, chars) => out.flatMap((head) => [...chars].map((c) => head + c)), ['']);
+  const heads = (source: string) => [...new Set(prefixes(parseRule(source), 3).flatMap(strings))].sort();
 
   it('reads literals, groups, alternation and the optional quantifier; a shorter head is a whole match', () => {
     assert.deepEqual(heads('(?:ab|c)d?e'), ['abd', 'abe', 'cde', 'ce']);
@@ -21,6 +23,12 @@ describe('guardrails rule index: prefixes', () => {
     assert.deepEqual(heads('a{2,}'), ['aa', 'aaa']);
   });
 
+  it('keeps a class as one position, so a run of any word does not multiply the prefixes (as strings these would be 36^4 and more)', () => {
+    const w = 'abcdefghijklmnopqrstuvwxyz0123456789';
+    const sorted = (shapes: readonly Shape[]) => shapes.map((shape) => JSON.stringify(shape)).sort();
+    assert.deepEqual(sorted(prefixes(parseRule('[a-z0-9]+ ab'), 4)), sorted([[w, ' ', 'a', 'b'], [w, w, ' ', 'a'], [w, w, w, ' '], [w, w, w, w]]));
+  });
+
   it('takes assertions (\\b, lookahead, lookbehind) as matching anything', () => {
     assert.deepEqual(heads('\\bab(?! c)\\b(?<=b)d'), ['abd']);
   });
@@ -28,6 +36,33 @@ describe('guardrails rule index: prefixes', () => {
   it('refuses what it cannot read instead of guessing', () => {
     for (const source of ['a.b', '[^a]b', '[\\s]', '(?<name>a)', 'a\\wb', '(ab', 'ab)']) assert.throws(() => parseRule(source), /rule-index/, source);
     assert.throws(() => new RuleIndex([{ source: ' ?ab', tag: 'x' }]), /begin with a word character/);
+  });
+});
+
+describe('guardrails rule index: which rules a scan tries', () => {
+  /** the rules whose regex the scan of `text` tried ('wanted' is asked just before a try), and what matched */
+  function tried(sources: string[], text: string) {
+    const index = new RuleIndex(sources.map((source) => ({ source, tag: source })));
+    const asked: string[] = [];
+    const matched: string[] = [];
+    index.scan(
+      text,
+      (tag) => (asked.push(tag), true),
+      (tag, at) => (matched.push(`${tag}@${at}`), false),
+    );
+    return { asked, matched };
+  }
+
+  it('does not try a rule where the characters after the first three of a word cannot go on to a match', () => {
+    assert.deepEqual(tried(['write ?out'], 'please write to me'), { asked: [], matched: [] });
+    assert.deepEqual(tried(['write ?out'], 'please write out the text'), { asked: ['write ?out'], matched: ['write ?out@7'] });
+    assert.deepEqual(tried(['write ?out'], 'writeout'), { asked: ['write ?out'], matched: ['write ?out@0'] });
+  });
+
+  it('tries a short rule whatever follows its match, and a class of any word at every letter', () => {
+    assert.deepEqual(tried(['ab'], 'ab cdefgh'), { asked: ['ab'], matched: ['ab@0'] });
+    assert.deepEqual(tried(['ab'], 'x ab'), { asked: ['ab'], matched: ['ab@2'] });
+    assert.deepEqual(tried(['run (?:[a-z0-9]+ ){0,2}env'], 'run a9 zz env now'), { asked: ['run (?:[a-z0-9]+ ){0,2}env'], matched: ['run (?:[a-z0-9]+ ){0,2}env@0'] });
   });
 });
 

@@ -4,7 +4,7 @@
  * every rule's leading alternation (V8 tries those one alternative after
  * another: most of the regex stage's time went there).
  *
- * The four-character prefixes each rule can begin with are read off its
+ * The seven-character prefixes each rule can begin with are read off its
  * source by a small parser of the regex subset the rule table uses: literal
  * characters, classes, groups, alternation, the `?`, `*`, `+` and `{m,n}`
  * quantifiers, and zero-width assertions (`\b`, lookarounds), which only ever
@@ -114,38 +114,53 @@ export function parseRule(source: string): RuleNode {
 }
 
 /**
- * The strings of up to `k` characters that begin a match of `node`: one of
+ * The prefixes of up to `k` characters that begin a match of `node`, each as
+ * the characters every position can hold (a class stays one position, so
+ * `[a-z0-9]+` does not multiply the prefixes by 36 per character): one of
  * length `k` is a prefix, a shorter one a whole match.
  */
-export function prefixes(node: RuleNode, k: number): Set<string> {
-  if (k === 0) return new Set(['']);
+export function prefixes(node: RuleNode, k: number): Shape[] {
+  return [...shapes(node, k).values()];
+}
+
+/** A prefix: the characters each position of it can hold. */
+export type Shape = readonly string[];
+/** prefixes by their positions joined with U+0000 (which no rule holds) */
+type Shapes = Map<string, Shape>;
+const START: Shapes = new Map([['', []]]);
+
+function shapes(node: RuleNode, k: number): Shapes {
+  if (k === 0) return START;
   switch (node.kind) {
     case 'empty':
-      return new Set(['']);
+      return START;
     case 'chars':
-      return new Set(node.chars);
-    case 'alt':
-      return new Set(node.options.flatMap((o) => [...prefixes(o, k)]));
+      return new Map([[node.chars, [node.chars]]]);
+    case 'alt': {
+      const out: Shapes = new Map();
+      for (const option of node.options) for (const [key, shape] of shapes(option, k)) out.set(key, shape);
+      return out;
+    }
     case 'seq':
-      return node.items.reduce((heads, item) => then(heads, item, k), new Set(['']));
+      return node.items.reduce((heads, item) => then(heads, item, k), START);
     case 'repeat': {
-      let heads = new Set(['']);
-      const all = new Set<string>(node.min === 0 ? heads : []);
-      // past min + k rounds every string is either k long or complete already
+      let heads = START;
+      const all: Shapes = new Map(node.min === 0 ? heads : []);
+      // past min + k rounds every prefix is either k long or complete already
       for (let round = 1; round <= Math.min(node.max, node.min + k); round++) {
         heads = then(heads, node.node, k);
-        if (round >= node.min) for (const h of heads) all.add(h);
+        if (round >= node.min) for (const [key, shape] of heads) all.set(key, shape);
       }
       return all;
     }
   }
 }
 
-function then(heads: Set<string>, next: RuleNode, k: number): Set<string> {
-  const out = new Set<string>();
-  for (const head of heads) {
-    if (head.length === k) out.add(head);
-    else for (const tail of prefixes(next, k - head.length)) out.add(head + tail);
+function then(heads: Shapes, next: RuleNode, k: number): Shapes {
+  const out: Shapes = new Map();
+  for (const [key, head] of heads) {
+    if (head.length === k) out.set(key, head);
+    else for (const [tailKey, tail] of shapes(next, k - head.length)) out.set(key === '' ? tailKey : tailKey === '' ? key : `${key}\u0000${tailKey}`, [...head, ...tail]);
   }
   return out;
 }
@@ -167,23 +182,29 @@ const WORD = (() => {
   return table;
 })();
 
-/** One rule under one key: the fourth characters it can go on with. */
+/** One rule under one key: the characters it can go on with. */
 interface Entry<T> {
   readonly tag: T;
   /** sticky: tried at one position */
   readonly re: RegExp;
-  /** 1 at the class of each fourth character a match can have */
-  readonly fourth: Uint8Array;
+  /** 1 at (i × CLASSES + class) for each class the character i places after the key can have in a match */
+  readonly ahead: Uint8Array;
 }
 
-/** characters read by the key; the fourth is checked per rule */
+/** characters read by the key */
 const KEY_CHARS = 3;
+/**
+ * characters after the key checked per rule before its regex is tried: most
+ * words that begin a rule's phrase go on otherwise ("write to" against
+ * "write out"), and a regex call costs far more than four lookups
+ */
+const AHEAD = 4;
 
 /**
  * The rules by the three characters a word begins with, each with the
- * fourth characters it allows. Each rule's regex is compiled sticky with a
- * closing `\b`; a rule is tried only where a word begins (as the `\b` before
- * it required).
+ * classes of the four characters after them it allows. Each rule's regex is
+ * compiled sticky with a closing `\b`; a rule is tried only where a word
+ * begins (as the `\b` before it required).
  */
 export class RuleIndex<T> {
   private readonly byKey: (Entry<T>[] | undefined)[] = new Array(CLASSES ** KEY_CHARS);
@@ -191,17 +212,25 @@ export class RuleIndex<T> {
   constructor(rules: readonly { source: string; tag: T }[]) {
     for (const { source, tag } of rules) {
       const re = new RegExp(`(?:${source})\\b`, 'y');
+      // the characters after the key each prefix allows, gathered per key's positions before they are spread over that key's class sequences
+      const groups = new Map<string, { shape: Shape; ahead: Uint8Array }>();
+      for (const shape of prefixes(parseRule(source), KEY_CHARS + AHEAD)) {
+        const first = shape[0];
+        if (first === undefined || ![...first].every((c) => c.charCodeAt(0) < 128 && WORD[c.charCodeAt(0)] === 1)) throw new Error(`rule-index: a rule must begin with a word character: ${source}`);
+        const keyPositions = shape.slice(0, KEY_CHARS).join('\u0000');
+        let group = groups.get(keyPositions);
+        if (group === undefined) groups.set(keyPositions, (group = { shape, ahead: new Uint8Array(AHEAD * CLASSES) }));
+        for (let i = 0; i < AHEAD; i++) for (const c of classesAt(shape, KEY_CHARS + i)) group.ahead[i * CLASSES + c] = 1;
+      }
       const entries = new Map<number, Entry<T>>();
-      for (const head of prefixes(parseRule(source), KEY_CHARS + 1)) {
-        const first = head.charCodeAt(0);
-        if (!(first < 128 && WORD[first] === 1)) throw new Error(`rule-index: a rule must begin with a word character: ${source}`);
-        for (const key of classSequences(head, KEY_CHARS)) {
+      for (const { shape, ahead } of groups.values()) {
+        for (const key of classSequences(shape, KEY_CHARS)) {
           let entry = entries.get(key);
           if (entry === undefined) {
-            entries.set(key, (entry = { tag, re, fourth: new Uint8Array(CLASSES) }));
+            entries.set(key, (entry = { tag, re, ahead: new Uint8Array(AHEAD * CLASSES) }));
             (this.byKey[key] ??= []).push(entry);
           }
-          for (const c of classSequences(head.slice(KEY_CHARS), 1)) entry.fourth[c] = 1;
+          for (let i = 0; i < ahead.length; i++) entry.ahead[i] = entry.ahead[i]! | ahead[i]!;
         }
       }
     }
@@ -220,9 +249,8 @@ export class RuleIndex<T> {
       if (word && !inWord) {
         const entries = this.byKey[(classOf(c) * CLASSES + classOf(text.charCodeAt(p + 1))) * CLASSES + classOf(text.charCodeAt(p + 2))];
         if (entries !== undefined) {
-          const fourth = classOf(text.charCodeAt(p + 3));
-          for (const { tag, re, fourth: allowed } of entries) {
-            if (allowed[fourth] === 0 || !wanted(tag)) continue;
+          for (const { tag, re, ahead } of entries) {
+            if (!allows(ahead, text, p + KEY_CHARS) || !wanted(tag)) continue;
             re.lastIndex = p;
             if (re.test(text) && matched(tag, p)) return;
           }
@@ -233,11 +261,30 @@ export class RuleIndex<T> {
   }
 }
 
-/** The class sequences (as numbers) the first `n` characters of a head stand for: past a complete match's end comes anything. */
-function classSequences(head: string, n: number): number[] {
+/** Can the characters of `text` from `at` on follow the key in a match of the entry's rule? */
+function allows(ahead: Uint8Array, text: string, at: number): boolean {
+  for (let i = 0; i < AHEAD; i++) if (ahead[i * CLASSES + classOf(text.charCodeAt(at + i))] === 0) return false;
+  return true;
+}
+
+const ALL_CLASSES = Array.from({ length: CLASSES }, (_, c) => c);
+
+const CLASSES_OF_CHARS = new Map<string, number[]>();
+
+/** The classes position `i` of a prefix stands for: past a complete match's end comes anything. */
+function classesAt(shape: Shape, i: number): number[] {
+  const chars = shape[i];
+  if (chars === undefined) return ALL_CLASSES;
+  let classes = CLASSES_OF_CHARS.get(chars);
+  if (classes === undefined) CLASSES_OF_CHARS.set(chars, (classes = [...new Set([...chars].map((c) => classOf(c.charCodeAt(0))))]));
+  return classes;
+}
+
+/** The class sequences (as numbers) the first `n` positions of a prefix stand for. */
+function classSequences(shape: Shape, n: number): number[] {
   let keys = [0];
   for (let i = 0; i < n; i++) {
-    const classes = i < head.length ? [classOf(head.charCodeAt(i))] : Array.from({ length: CLASSES }, (_, c) => c);
+    const classes = classesAt(shape, i);
     keys = keys.flatMap((k) => classes.map((c) => k * CLASSES + c));
   }
   return keys;
