@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { MODEL_PATH, modelFromFile, type HeldOutMetrics, type ModelFile } from '../src/skills/guardrails/classifier.js';
 import { hashedFeatures, type FeatureConfig, type SparseVector } from '../src/skills/guardrails/features.js';
 import { evaluateGuardrails } from '../src/skills/guardrails/index.js';
-import { DECODED_CHARS_PER_EVALUATION, scanViews } from '../src/skills/guardrails/normalize.js';
+import { DECODED_CHARS_PER_EVALUATION, joinedViews, scanViews } from '../src/skills/guardrails/normalize.js';
 
 export interface Example {
   text: string;
@@ -74,7 +74,7 @@ function shuffled<T>(items: readonly T[], next: () => number): T[] {
 /** The text the classifier sees for one prompt part, as evaluateGuardrails builds it. */
 function featuresOf(text: string): SparseVector {
   const views = scanViews(text, { deadline: { expired: () => false }, decodedChars: DECODED_CHARS_PER_EVALUATION });
-  return hashedFeatures(views.join(' '), CONFIG);
+  return hashedFeatures(joinedViews(views), CONFIG);
 }
 
 interface Sample {

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { scoreText, shippedModel, type ClassifierModel } from './classifier.js';
-import { DECODED_CHARS_PER_EVALUATION, scanViews, type Deadline, type ScanBudget } from './normalize.js';
+import { DECODED_CHARS_PER_EVALUATION, joinedViews, scanViews, type Deadline, type ScanBudget } from './normalize.js';
 import { matchRules, REGEX_VALUES, type RegexValue } from './regex.js';
 
 /**
@@ -65,7 +65,7 @@ export function evaluateGuardrails(parts: readonly string[], options: GuardrailO
     if (part.length === 0) continue;
     const views = scanViews(part, budget);
     if (options.regex !== false) for (const view of views) matchRules(view, found);
-    if (model) worst = Math.max(worst, scoreText(model, views.join(' '), deadline));
+    if (model) worst = Math.max(worst, scoreText(model, joinedViews(views), deadline));
   }
   if (deadline.expired()) complete = false;
 

@@ -89,6 +89,29 @@ const MIN_ENCODED_RUN = 16;
 
 /** the folded text as UTF-16LE bytes, each code written low byte first (so no platform byte order is involved) */
 let scratch = Buffer.alloc(8192);
+/** where each word of the folded text begins, as fold writes them */
+let starts = new Int32Array(4096);
+
+/** What fold notes on its way through a text. */
+export interface FoldNotes {
+  /** the text holds a run of base64 characters long enough to decode */
+  encodedRun: boolean;
+  /**
+   * where the folded text's words begin, when it is ASCII letters and digits
+   * with one space between words (no letter beyond ASCII, no spaced letters
+   * joined): there, and only there, a word character follows a non-word one
+   */
+  wordStarts?: Int32Array;
+}
+
+/** One text the guardrails scan, and where its words begin when that is known (FoldNotes). */
+export interface View {
+  readonly text: string;
+  readonly wordStarts?: Int32Array;
+}
+
+/** The views as the one text the classifier reads. */
+export const joinedViews = (views: readonly View[]): string => views.map((view) => view.text).join(' ');
 
 /**
  * The folded view: lowercase, look-alikes and leet undone, every run of
@@ -98,12 +121,18 @@ let scratch = Buffer.alloc(8192);
  * notes on the way whether four single characters stand in a row, so the
  * spaced-letters pass runs only on the rare text that has them, and, in
  * `seen`, whether the text holds a run of base64 characters long enough to
- * decode: ordinary prose has none, and its scan then skips the base64 and
- * hex patterns (their lookarounds cost more per character than this pass).
+ * decode (ordinary prose has none, and its scan then skips the base64 and
+ * hex patterns: their lookarounds cost more per character than this pass)
+ * and where its words begin, so the rule scan visits those alone instead of
+ * every character again.
  */
-export function fold(text: string, seen?: { encodedRun: boolean }): string {
+export function fold(text: string, seen?: FoldNotes): string {
   if (scratch.length < 2 * text.length) scratch = Buffer.alloc(4 * text.length);
+  // words take a character and a space each, so at most half the text's length, and one
+  if (starts.length <= text.length >> 1) starts = new Int32Array(text.length + 2);
   const out = scratch;
+  let words = 0;
+  let wide = false; // a letter beyond ASCII was written
   let at = 0; // bytes written
   let space = true; // a separator is pending or written (or at start): the next kept character begins a word
   let wordLength = 0;
@@ -122,6 +151,7 @@ export function fold(text: string, seen?: { encodedRun: boolean }): string {
       const cp = text.codePointAt(i)!;
       if (cp > 0xffff) i++;
       c = foldWide(cp);
+      if (c > 0x7f) wide = true;
     }
     if (c === APOSTROPHE) continue;
     if (c === 0) {
@@ -134,18 +164,25 @@ export function fold(text: string, seen?: { encodedRun: boolean }): string {
       }
       continue;
     }
-    if (space) wordLength = 0;
+    if (space) {
+      wordLength = 0;
+      starts[words++] = at >> 1;
+    }
     out[at++] = c & 0xff;
     out[at++] = c >> 8;
     wordLength++;
     space = false;
   }
   if (!space && wordLength === 1 && singles >= 3) spaced = true;
-  if (seen !== undefined) seen.encodedRun = encodedRun;
   // a trailing separator
   if (at > 0 && out[at - 2] === 32 && out[at - 1] === 0) at -= 2;
   const folded = out.toString('utf16le', 0, at);
-  return spaced ? joinSpacedLetters(folded) : folded;
+  const joined = spaced ? joinSpacedLetters(folded) : folded;
+  if (seen !== undefined) {
+    seen.encodedRun = encodedRun;
+    seen.wordStarts = wide || joined !== folded ? undefined : starts.slice(0, words);
+  }
+  return joined;
 }
 
 // Four or more single characters in a row, each followed by one space: "i g n o r e".
@@ -255,16 +292,16 @@ function tagText(text: string): string[] {
  * Every folded view of `text` to scan: the text itself first, then what its
  * hidden and encoded segments say. Bounded by the budget and the deadline.
  */
-export function scanViews(text: string, budget: ScanBudget, depth = 0): string[] {
+export function scanViews(text: string, budget: ScanBudget, depth = 0): View[] {
   const nonAscii = NOT_ASCII.test(text);
   const hidden = nonAscii ? tagText(text) : [];
   const cleaned = nonAscii ? clean(text) : text;
-  const seen = { encodedRun: false };
+  const seen: FoldNotes = { encodedRun: false };
   const folded = fold(cleaned, seen);
-  const views = [folded];
-  for (const t of hidden) views.push(fold(clean(t)));
-  if (ASKS_ROT13.test(cleaned)) views.push(fold(clean(rot13(cleaned))));
-  if (ASKS_REVERSED.test(cleaned)) views.push(reversedView(folded));
+  const views: View[] = [{ text: folded, wordStarts: seen.wordStarts }];
+  for (const t of hidden) views.push({ text: fold(clean(t)) });
+  if (ASKS_ROT13.test(cleaned)) views.push({ text: fold(clean(rot13(cleaned))) });
+  if (ASKS_REVERSED.test(cleaned)) views.push({ text: reversedView(folded) });
   if (depth < MAX_DECODE_DEPTH) {
     for (const decoded of decodedSegments(cleaned, budget, seen.encodedRun)) views.push(...scanViews(decoded, budget, depth + 1));
   }

@@ -1,3 +1,4 @@
+import type { View } from './normalize.js';
 import { RuleIndex } from './rule-index.js';
 
 /**
@@ -175,14 +176,15 @@ const INDEX = new RuleIndex(RULE_SOURCES);
  * where a word begins (`\b`) and ends. Values already in `found` are not
  * tested again.
  */
-export function matchRules(view: string, found: Set<RegexValue>): void {
+export function matchRules({ text, wordStarts }: View, found: Set<RegexValue>): void {
   INDEX.scan(
-    view,
+    text,
     (value) => !found.has(value),
     (value, at) => {
-      if (!isOrder(view, at)) return false;
+      if (!isOrder(text, at)) return false;
       found.add(value);
       return found.size === REGEX_VALUES.length;
     },
+    wordStarts,
   );
 }

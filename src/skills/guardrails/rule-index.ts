@@ -239,25 +239,33 @@ export class RuleIndex<T> {
   /**
    * Calls `matched` with the tag of each rule that matches where a word of
    * `text` begins, and the position, until it returns true. Rules whose tag
-   * is not `wanted` are not tried.
+   * is not `wanted` are not tried. `wordStarts`, when given, are where the
+   * words begin (a folded view's, from fold): only those are visited.
    */
-  scan(text: string, wanted: (tag: T) => boolean, matched: (tag: T, at: number) => boolean): void {
+  scan(text: string, wanted: (tag: T) => boolean, matched: (tag: T, at: number) => boolean, wordStarts?: Int32Array): void {
+    if (wordStarts !== undefined) {
+      for (let i = 0; i < wordStarts.length; i++) if (this.tryAt(text, wordStarts[i]!, wanted, matched)) return;
+      return;
+    }
     let inWord = false;
     for (let p = 0; p < text.length; p++) {
       const c = text.charCodeAt(p);
       const word = c < 128 && WORD[c] === 1;
-      if (word && !inWord) {
-        const entries = this.byKey[(classOf(c) * CLASSES + classOf(text.charCodeAt(p + 1))) * CLASSES + classOf(text.charCodeAt(p + 2))];
-        if (entries !== undefined) {
-          for (const { tag, re, ahead } of entries) {
-            if (!allows(ahead, text, p + KEY_CHARS) || !wanted(tag)) continue;
-            re.lastIndex = p;
-            if (re.test(text) && matched(tag, p)) return;
-          }
-        }
-      }
+      if (word && !inWord && this.tryAt(text, p, wanted, matched)) return;
       inWord = word;
     }
+  }
+
+  /** Tries the rules under the key of the word beginning at `p`; true when `matched` said to stop. */
+  private tryAt(text: string, p: number, wanted: (tag: T) => boolean, matched: (tag: T, at: number) => boolean): boolean {
+    const entries = this.byKey[(classOf(text.charCodeAt(p)) * CLASSES + classOf(text.charCodeAt(p + 1))) * CLASSES + classOf(text.charCodeAt(p + 2))];
+    if (entries === undefined) return false;
+    for (const { tag, re, ahead } of entries) {
+      if (!allows(ahead, text, p + KEY_CHARS) || !wanted(tag)) continue;
+      re.lastIndex = p;
+      if (re.test(text) && matched(tag, p)) return true;
+    }
+    return false;
   }
 }
 
