@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clean, fold, scanViews, type FoldNotes } from '../../src/skills/guardrails/normalize.js';
+import { clean, fold, NOTED_MAX_CHARS, scanViews, type FoldNotes } from '../../src/skills/guardrails/normalize.js';
 
 const assertFolds = (cases: ReadonlyArray<[text: string, folded: string]>) => {
   for (const [text, folded] of cases) assert.equal(fold(text), folded, JSON.stringify(text));
@@ -105,6 +105,10 @@ test('fold notes where the words of its view begin; not for a view with letters 
   assert.deepEqual(notes(''), { view: '', starts: [] });
   assert.equal(notes('café au lait').starts, undefined, 'a letter beyond ASCII splits a word for the scan');
   assert.equal(notes('i g n o r e all').starts, undefined, 'spaced letters joined');
+  // words "ab" then one "x", NOTED_MAX_CHARS characters in all
+  const atBound = 'ab '.repeat(Math.floor(NOTED_MAX_CHARS / 3)).padEnd(NOTED_MAX_CHARS, 'x');
+  assert.equal(notes(atBound).starts?.length, Math.floor(NOTED_MAX_CHARS / 3) + 1, 'a text at the bound is noted');
+  assert.equal(notes(`${atBound}x`).starts, undefined, 'a longer one is scanned character by character (the starts array stays bounded)');
   const alphabet = ['a', 'B', 'z', '0', '1', '2', '3', '@', '$', "'", ' ', ' ', '.', '\n', '_', '\u00e9', '\u0430', '\u4e2d', '\u{1F600}', '\u200b', '\u2019'];
   let seed = 11;
   const next = (n: number) => {

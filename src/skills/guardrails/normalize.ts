@@ -91,6 +91,8 @@ const MIN_ENCODED_RUN = 16;
 let scratch = Buffer.alloc(8192);
 /** where each word of the folded text begins, as fold writes them */
 let starts = new Int32Array(4096);
+/** texts up to this many characters have their word starts noted: the array above stays at most 4 MB, and a longer text is scanned character by character */
+export const NOTED_MAX_CHARS = 1 << 20;
 
 /** What fold notes on its way through a text. */
 export interface FoldNotes {
@@ -99,7 +101,8 @@ export interface FoldNotes {
   /**
    * where the folded text's words begin, when it is ASCII letters and digits
    * with one space between words (no letter beyond ASCII, no spaced letters
-   * joined): there, and only there, a word character follows a non-word one
+   * joined) and the text at most NOTED_MAX_CHARS long: there, and only
+   * there, a word character follows a non-word one
    */
   wordStarts?: Int32Array;
 }
@@ -128,8 +131,9 @@ export const joinedViews = (views: readonly View[]): string => views.map((view) 
  */
 export function fold(text: string, seen?: FoldNotes): string {
   if (scratch.length < 2 * text.length) scratch = Buffer.alloc(4 * text.length);
+  const noting = text.length <= NOTED_MAX_CHARS;
   // words take a character and a space each, so at most half the text's length, and one
-  if (starts.length <= text.length >> 1) starts = new Int32Array(text.length + 2);
+  if (noting && starts.length <= text.length >> 1) starts = new Int32Array(text.length + 2);
   const out = scratch;
   let words = 0;
   let wide = false; // a letter beyond ASCII was written
@@ -166,7 +170,7 @@ export function fold(text: string, seen?: FoldNotes): string {
     }
     if (space) {
       wordLength = 0;
-      starts[words++] = at >> 1;
+      if (noting) starts[words++] = at >> 1;
     }
     out[at++] = c & 0xff;
     out[at++] = c >> 8;
@@ -180,7 +184,7 @@ export function fold(text: string, seen?: FoldNotes): string {
   const joined = spaced ? joinSpacedLetters(folded) : folded;
   if (seen !== undefined) {
     seen.encodedRun = encodedRun;
-    seen.wordStarts = wide || joined !== folded ? undefined : starts.slice(0, words);
+    seen.wordStarts = !noting || wide || joined !== folded ? undefined : starts.slice(0, words);
   }
   return joined;
 }
