@@ -277,6 +277,7 @@ function allows(ahead: Uint8Array, text: string, at: number): boolean {
 
 const ALL_CLASSES = Array.from({ length: CLASSES }, (_, c) => c);
 
+/** the classes of each position's characters, read once: the same sets recur across thousands of prefixes */
 const CLASSES_OF_CHARS = new Map<string, number[]>();
 
 /** The classes position `i` of a prefix stands for: past a complete match's end comes anything. */
