@@ -72,6 +72,7 @@ import { EmbeddedCacheStore } from './stores/embedded/cache-store.js';
 import { RedisCacheStore } from './stores/redis/cache-store.js';
 import { EngineSkillsStage } from './skills/pipeline-stage.js';
 import { SkillPool } from './skills/pool.js';
+import { tokenThread } from './providers/usage/tokenizer.js';
 import { SKILLS, skillLevers, type SkillRow } from './skills/table.js';
 import { VendorKeys } from './tenancy/vendor-keys.js';
 import { dedicatedTenantStage } from './policy/dedicated.js';
@@ -331,6 +332,8 @@ export async function startGateway(settings: Settings, opts: StartOptions = {}):
     );
     releases.push(() => skillPool.close());
     if (skillRows[0]) await skillPool.warm(skillRows[0].id);
+    // the main thread's token counts run on a thread of their own (tokenizer.ts); it lives as long as the process
+    await tokenThread.start();
     const cacheStore = openCacheStore(settings);
     await cacheStore.start();
     releases.push(() => cacheStore.close());

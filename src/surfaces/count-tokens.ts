@@ -1,5 +1,5 @@
-import { countTokens } from 'gpt-tokenizer';
 import type { Route } from '../http/types.js';
+import { countTokens } from '../providers/usage/tokenizer.js';
 import type { Pipeline } from '../pipeline/index.js';
 import type { Planner } from '../pipeline/types.js';
 import { SURFACES } from './index.js';
@@ -13,9 +13,8 @@ const IMAGE_TOKENS = 1_600;
 /** Role markers and block framing per message, and the request's own framing. */
 const PER_MESSAGE = 4;
 const PER_REQUEST = 8;
-const ANY_TEXT = { disallowedSpecial: new Set<string>() };
 
-const tokens = (text: string): number => (text === '' ? 0 : countTokens(text, ANY_TEXT));
+const tokens = (text: string): number => (text === '' ? 0 : countTokens(text));
 
 /** Tokens of one content value: a string, or an array of blocks. */
 function contentTokens(content: unknown): number {

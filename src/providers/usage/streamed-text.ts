@@ -1,4 +1,4 @@
-import { countTokens } from 'gpt-tokenizer';
+import { countTokens } from './tokenizer.js';
 import type { StreamedTextSample, Usage } from '../types.js';
 
 /**
@@ -10,8 +10,6 @@ import type { StreamedTextSample, Usage } from '../types.js';
 export const SAMPLE_CHARS = 64 * 1024;
 /** the prompt is counted from at most this much of the request body, scaled the same way */
 const PROMPT_SAMPLE_BYTES = 64 * 1024;
-
-const ANY_TEXT = { disallowedSpecial: new Set<string>() };
 
 /**
  * The reply text a stream has carried so far (content, reasoning, tool-call
@@ -40,7 +38,7 @@ export class StreamedText {
 /** tokens of `text`, scaled up when it is a sample of `chars` characters */
 function scaledCount(text: string, chars: number): number {
   if (text === '') return 0;
-  const n = countTokens(text, ANY_TEXT);
+  const n = countTokens(text);
   return chars > text.length ? Math.ceil((n * chars) / text.length) : n;
 }
 
