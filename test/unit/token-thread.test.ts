@@ -92,9 +92,9 @@ describe('the tokenizer thread', () => {
     }
   });
 
-  it('a thread that cannot load fails the start with a plain message, and counts are made in place', async () => {
+  it('a thread that cannot load fails the start with a plain message and its error, and counts are made in place', async () => {
     const thread = made(new TokenThread({ entry: entry(`throw new Error('no tokenizer here');`), firstTakeMs: 500 }));
-    await assert.rejects(thread.start(), /the tokenizer thread exited \(code 1\) before its tokenizer loaded/);
+    await assert.rejects(thread.start(), /the tokenizer thread exited \(code 1\) before its tokenizer loaded: no tokenizer here/);
     assert.equal(thread.count('still counted'), reference('still counted'));
   });
 

@@ -1,3 +1,5 @@
+import type { MessagePort } from 'node:worker_threads';
+
 /**
  * The tokenizer thread's shared Int32Array (tokenizer.ts, token-thread.ts).
  * PROGRESS says how far the thread is: 2 × seq once it took request `seq`,
@@ -23,4 +25,6 @@ export interface TokenRequest {
 
 export interface TokenThreadData {
   shared: Int32Array<SharedArrayBuffer>;
+  /** the requests come in on it (transferred) */
+  port: MessagePort;
 }

@@ -1,5 +1,5 @@
 import { countTokens } from 'gpt-tokenizer';
-import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { answered, COUNT, FAILED, PROGRESS, REQUESTED, taken, type TokenRequest, type TokenThreadData } from './token-protocol.js';
 
 /**
@@ -8,7 +8,7 @@ import { answered, COUNT, FAILED, PROGRESS, REQUESTED, taken, type TokenRequest,
  * thread's full collections never mark them. It blocks between requests;
  * the main thread waits on it synchronously, as it would on its own count.
  */
-const { shared, port } = workerData as TokenThreadData & { port: MessagePort };
+const { shared, port } = workerData as TokenThreadData;
 const ANY_TEXT = { disallowedSpecial: new Set<string>() };
 
 // loaded: the gateway's start waits for this

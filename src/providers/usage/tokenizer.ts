@@ -74,12 +74,14 @@ export class TokenThread {
     // held open while the start is awaited, so a thread that fails to load is seen to
     worker.ref();
     this.ready = new Promise<void>((resolve, reject) => {
+      let cause = '';
+      worker.once('error', (err) => (cause = `: ${err.message}`));
       worker.once('message', () => {
         worker.unref();
         if (this.worker === worker) this.proven = true;
         resolve();
       });
-      worker.once('exit', (code) => reject(new Error(`the tokenizer thread exited (code ${code}) before its tokenizer loaded`)));
+      worker.once('exit', (code) => reject(new Error(`the tokenizer thread exited (code ${code}) before its tokenizer loaded${cause}`)));
     });
     return this.ready;
   }
@@ -121,7 +123,7 @@ export class TokenThread {
     this.shared = new Int32Array(new SharedArrayBuffer(SLOTS * Int32Array.BYTES_PER_ELEMENT));
     this.seq = 0;
     this.proven = false;
-    const data: TokenThreadData & { port: typeof port2 } = { shared: this.shared, port: port2 };
+    const data: TokenThreadData = { shared: this.shared, port: port2 };
     const worker = new Worker(this.entry, { workerData: data, transferList: [port2] });
     // it never holds the process open; a thread that dies makes the process count in place from then on
     worker.unref();
