@@ -65,7 +65,7 @@ describe('the tokenizer thread', () => {
   });
 
   it('waits for a count the thread took up, however long past the time it had to take it', async () => {
-    const thread = made(new TokenThread({ entry: slowThread(1_500, 4242), takeMs: 500 }));
+    const thread = made(new TokenThread({ entry: slowThread(3_000, 4242), takeMs: 2_000 }));
     await thread.start();
     // 4242 is the slow thread's own answer: a count made in place instead would be the text's 2
     assert.equal(thread.count('hello world'), 4242);
