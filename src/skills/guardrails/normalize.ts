@@ -131,7 +131,8 @@ export const joinedViews = (views: readonly View[]): string => views.map((view) 
  */
 export function fold(text: string, seen?: FoldNotes): string {
   if (scratch.length < 2 * text.length) scratch = Buffer.alloc(4 * text.length);
-  const noting = text.length <= NOTED_MAX_CHARS;
+  // word starts are noted only for a caller that reads them (scanViews' first view), and for texts within the bound
+  const noting = seen !== undefined && text.length <= NOTED_MAX_CHARS;
   // words take a character and a space each, so at most half the text's length, and one
   if (noting && starts.length <= text.length >> 1) starts = new Int32Array(text.length + 2);
   const out = scratch;
