@@ -118,6 +118,23 @@ describe('pii recognizers', () => {
     }
   });
 
+  test('the card and IPv4 patterns, which take their first digit before looking behind it, match what their lookbehind-first forms match', () => {
+    const lookbehindFirst: Partial<Record<PiiKind, RegExp>> = {
+      card: /(?<![\w.-])(?:\d{4}[ -]\d{4}[ -]\d{4}[ -]\d{1,7}|\d{4}[ -]\d{6}[ -]\d{4,5}|\d{13,19})(?![\w-]|\.\d)/g,
+      ip_address: /(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)/g,
+    };
+    const rows = RECOGNIZERS.filter((r) => r.kind === 'card' || (r.kind === 'ip_address' && r.anchor === undefined));
+    assert.equal(rows.length, 2);
+    const matches = (re: RegExp, text: string) => [...text.matchAll(re)].map((m) => `${m.index}:${m[0]}`);
+    const pieces = ['4111', '1111', '192', '168', '0', '1', '255', '.', '-', ' ', '_', 'a', 'x.', '.5', '4242424242424242', '10.0.0.1', '1.2.3', '\n', '07'];
+    let seed = 11;
+    const next = (n: number) => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n;
+    for (let i = 0; i < 8000; i++) {
+      const text = Array.from({ length: 1 + next(10) }, () => pieces[next(pieces.length)]).join('');
+      for (const r of rows) assert.deepEqual(matches(r.pattern, text), matches(lookbehindFirst[r.kind]!, text), `${r.kind} ${JSON.stringify(text)}`);
+    }
+  });
+
   test('context words match whole words only', () => {
     // "cc" inside "accent", "card" inside "discarded": no context, so a bare Luhn number stays
     assert.deepEqual(findPii('accent discarded 4012888888881881'), []);
