@@ -4,6 +4,7 @@
 // without tsx after the build:
 //
 //   npm run build && node scripts/check-dist-skill-pool.mjs
+import { countTokens } from 'gpt-tokenizer';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,13 +26,17 @@ try {
   const run = await pool.run({ stage: 'check', surface: 'check', acting: true, body: new Uint8Array(sab, flagBytes), started: new Int32Array(sab, 0, STARTED_SLOT_INTS) }, 30_000);
   const ok = run.outcome === 'done' && run.reply.result?.detail?.bytes === 3 && run.reply.result.detail.shared === true;
   process.stdout.write(`${JSON.stringify(run)}\n${ok ? 'ok: the skill pool runs from dist/' : 'FAILED'}\n`);
-  // a thread that cannot start rejects here; one that never answers would make the count wait 1 s and count in place
+  // a thread that cannot start rejects here; one that never answers makes the count wait 1 s and count in place, which it says
   const tokens = new TokenThread({ firstTakeMs: 1_000, takeMs: 1_000 });
   await tokens.start();
-  const counted = tokens.count('Hello, world!');
+  const text = 'Hello, world!';
+  const counted = tokens.count(text);
+  const byThread = !tokens.countingInPlace;
   await tokens.stop();
-  process.stdout.write(`${counted === 4 ? 'ok: the tokenizer thread runs from dist/' : `FAILED: the tokenizer thread counted ${counted}`}\n`);
-  process.exitCode = ok && counted === 4 ? 0 : 1;
+  const right = countTokens(text, { disallowedSpecial: new Set() });
+  const counts = byThread && counted === right;
+  process.stdout.write(`${counts ? 'ok: the tokenizer thread runs from dist/' : `FAILED: the tokenizer thread counted ${counted} (gpt-tokenizer: ${right})${byThread ? '' : ', in place: the thread did not answer'}`}\n`);
+  process.exitCode = ok && counts ? 0 : 1;
 } finally {
   await pool.close();
   await rm(dir, { recursive: true, force: true });

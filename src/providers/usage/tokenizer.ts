@@ -86,6 +86,11 @@ export class TokenThread {
     return this.ready;
   }
 
+  /** the thread failed or was given up: this process's counts are made on the main thread from then on */
+  get countingInPlace(): boolean {
+    return this.failed;
+  }
+
   /** Tokens of `text` (special tokens counted as text). */
   count(text: string): number {
     if (text === '') return 0;
